@@ -1,0 +1,5 @@
+import sys
+
+from kira.cli import main
+
+sys.exit(main())

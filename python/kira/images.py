@@ -1,0 +1,105 @@
+"""Turning whatever a user hands in (path, PIL image, array) into one pixel format.
+
+Everything downstream sees `uint8` RGB arrays of shape (h, w, 3). Decompression bombs
+and absurd sizes are refused before any pixel is decoded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+ImageLike = Union[str, os.PathLike, np.ndarray, Any]  # Any: a PIL.Image.Image
+
+MAX_PIXELS = 64_000_000  # ~ 8000 x 8000; larger inputs are refused, not decoded
+MAX_SIDE = 20_000
+MIN_SIDE = 1
+
+
+class ImageError(ValueError):
+    """An input that cannot be used as an image; the message says why and what to do."""
+
+
+def load_image(image: ImageLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
+    """Return `image` as a C-contiguous uint8 RGB array of shape (h, w, 3).
+
+    Accepts a path (any format Pillow reads), a PIL image, or an array of shape (h, w),
+    (h, w, 1), (h, w, 3) or (h, w, 4) of integers (0..255) or floats (0..1).
+    Raises ImageError (a ValueError) for unreadable, corrupt, empty, non-finite or
+    oversized input.
+    """
+    if isinstance(image, (str, os.PathLike)):
+        return _load_path(Path(image), max_pixels)
+    if isinstance(image, np.ndarray):
+        return _from_array(image, max_pixels)
+    if hasattr(image, "convert") and hasattr(image, "size"):  # PIL image
+        w, h = image.size
+        _check_size(w, h, max_pixels, "image")
+        return np.ascontiguousarray(np.asarray(image.convert("RGB"), dtype=np.uint8))
+    raise ImageError(
+        f"cannot use {type(image).__name__} as an image: pass a file path, a PIL image, "
+        "or a numpy array of shape (h, w) or (h, w, 3)"
+    )
+
+
+def _check_size(w: int, h: int, max_pixels: int, what: str) -> None:
+    if w < MIN_SIDE or h < MIN_SIDE:
+        raise ImageError(f"{what} is empty ({w}x{h} pixels)")
+    if w > MAX_SIDE or h > MAX_SIDE or w * h > max_pixels:
+        raise ImageError(
+            f"{what} is {w}x{h} = {w * h:,} pixels, over the limit of {max_pixels:,} "
+            f"(or {MAX_SIDE} per side); downscale it first or raise max_pixels"
+        )
+
+
+def _load_path(path: Path, max_pixels: int) -> np.ndarray:
+    from PIL import Image, UnidentifiedImageError
+
+    if not path.is_file():
+        raise ImageError(f"no such image file: {path}")
+    try:
+        with Image.open(path) as im:
+            w, h = im.size  # header only: nothing decoded yet
+            _check_size(w, h, max_pixels, str(path))
+            im.draft("RGB", (w, h))
+            return np.ascontiguousarray(np.asarray(im.convert("RGB"), dtype=np.uint8))
+    except ImageError:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise ImageError(f"cannot read image {path}: {exc}") from exc
+    except Image.DecompressionBombError as exc:  # pragma: no cover - caught by _check_size first
+        raise ImageError(f"refused {path}: {exc}") from exc
+
+
+def _from_array(a: np.ndarray, max_pixels: int) -> np.ndarray:
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[:, :, 0]
+    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (3, 4)):
+        raise ImageError(f"image array has shape {a.shape}; expected (h, w), (h, w, 3) or (h, w, 4)")
+    _check_size(a.shape[1], a.shape[0], max_pixels, "image array")
+    if a.dtype == np.uint8:
+        out = a
+    elif np.issubdtype(a.dtype, np.floating):
+        if not np.isfinite(a).all():
+            raise ImageError("image array contains NaN or inf; clean it before adding")
+        hi = float(a.max()) if a.size else 0.0
+        scale = 255.0 if hi <= 1.0 else 1.0  # floats in 0..1, or already 0..255
+        out = np.clip(np.rint(a * scale), 0, 255).astype(np.uint8)
+    elif np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_:
+        a = a.astype(np.int64)
+        hi = int(a.max()) if a.size else 0
+        if a.dtype != np.bool_ and hi > 255:  # e.g. 12/16-bit medical images: rescale to 8 bits
+            lo = int(a.min())
+            out = ((a - lo) * 255 // max(hi - lo, 1)).astype(np.uint8)
+        else:
+            out = np.clip(a * (255 if hi <= 1 else 1), 0, 255).astype(np.uint8)
+    else:
+        raise ImageError(f"image array has dtype {a.dtype}; use uint8, an integer or a float type")
+    if out.ndim == 2:
+        out = np.repeat(out[:, :, None], 3, axis=2)
+    elif out.shape[2] == 4:
+        out = out[:, :, :3]
+    return np.ascontiguousarray(out)
