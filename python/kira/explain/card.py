@@ -1,0 +1,136 @@
+"""The retrieval rationale card: everything needed to see why an answer was given.
+
+The pipeline builds one `RationaleCard` per answer; `to_text()`, `to_json()` and
+`to_html()` render it (kira.explain.render_text / render_json / render_html). Every
+optional piece may be missing (no query image, no hops, no critic, an empty pack):
+renderers say "none" rather than fail.
+
+Explainability completeness (DomainVQA-R) is `completeness()`: the fraction of
+`REQUIRED_FIELDS` that are present and non-empty, by the rules in `FIELD_RULES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from kira.reasoning.protocols import CriticDecision
+from kira.reasoning.types import Answer, EvidencePack
+
+
+@dataclass
+class RationaleCard:
+    """One answer's rationale.
+
+    Parameters
+    ----------
+    question: the question text (None or "" for an image-only query).
+    answer: the (verified) `Answer`.
+    pack: the `EvidencePack` the generator saw (``pack.dropped``: what the critic removed).
+    variant: the ablation variant that produced it (kira.pipeline.VARIANTS).
+    query_image: uint8 RGB thumbnail of the query image, or None.
+    expansions: query-expansion texts used (hypotheses and concepts), in order.
+    hops: one dict per retrieval hop: ``{"hop": int (1-based), "ids": [chunk ids],
+        "confidence": float}`` (extra keys are kept and shown).
+    stop_reason: why hopping stopped ("confidence" | "max_hops" | "no_new"), or None.
+    critic: ``{"kept": [chunk ids] or count, "dropped": [chunk ids] or count,
+        "threshold": float, ...}`` (see `critic_summary`), or None when no critic ran.
+    timings: stage name -> milliseconds.
+    config: a summary of the settings that produced the answer (JSON-able values).
+    """
+
+    question: str | None
+    answer: Answer
+    pack: EvidencePack
+    variant: str = "full"
+    query_image: np.ndarray | None = None
+    expansions: list[str] = field(default_factory=list)
+    hops: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str | None = None
+    critic: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def completeness(self) -> float:
+        """Fraction of `REQUIRED_FIELDS` present and non-empty (1.0 = fully explained)."""
+        return sum(1 for name in REQUIRED_FIELDS if FIELD_RULES[name](self)) / len(REQUIRED_FIELDS)
+
+    def missing_fields(self) -> list[str]:
+        """The `REQUIRED_FIELDS` this card lacks, in order."""
+        return [name for name in REQUIRED_FIELDS if not FIELD_RULES[name](self)]
+
+    def to_text(self) -> str:
+        """A plain-text card for terminals (kira.explain.render_text)."""
+        from kira.explain.render_text import to_text
+
+        return to_text(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The card as JSON-able data following kira.explain.render_json.JSON_SCHEMA."""
+        from kira.explain.render_json import to_dict
+
+        return to_dict(self)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The card as JSON with ``schema_version`` (kira.explain.render_json)."""
+        from kira.explain.render_json import to_json
+
+        return to_json(self, indent=indent)
+
+    def to_html(self) -> str:
+        """A self-contained HTML page (inline CSS, base64 thumbnails with boxes drawn)."""
+        from kira.explain.render_html import to_html
+
+        return to_html(self)
+
+
+def critic_summary(decision: CriticDecision) -> dict[str, Any]:
+    """The ``critic`` entry of a card from a `CriticDecision`.
+
+    Returns ``{"kept": [chunk ids], "dropped": [chunk ids], "threshold": float,
+    "probabilities": {chunk id (str): P(relevant)}, "fallback": bool, "note": str}``.
+    """
+    return {
+        "kept": [item.chunk_id for item in decision.kept],
+        "dropped": [item.chunk_id for item in decision.dropped],
+        "threshold": float(decision.threshold),
+        "probabilities": {str(k): float(v) for k, v in decision.probabilities.items()},
+        "fallback": bool(decision.fallback),
+        "note": decision.note,
+    }
+
+
+def _has_query(card: RationaleCard) -> bool:
+    return bool((card.question or "").strip()) or card.query_image is not None
+
+
+def _has_hop_chain(card: RationaleCard) -> bool:
+    return bool(card.hops) and bool(card.stop_reason)
+
+
+FIELD_RULES: dict[str, Callable[[RationaleCard], bool]] = {
+    # what was asked: question text or a query image
+    "query": _has_query,
+    "answer": lambda c: bool(c.answer.text.strip()),
+    # the explicit reasoning trace written before the answer
+    "reasoning": lambda c: bool(c.answer.reasoning),
+    # the evidence itself, each with its provenance
+    "evidence": lambda c: len(c.pack.items) > 0,
+    "provenance": lambda c: len(c.pack.items) > 0 and all(bool(i.doc_id) and bool(i.summary) for i in c.pack.items),
+    # every claim cites evidence
+    "citations": lambda c: bool(c.answer.claims) and all(claim.citations for claim in c.answer.claims),
+    # retrieval scores and the paths that found each item
+    "retrieval_paths": lambda c: len(c.pack.items) > 0 and all(i.paths for i in c.pack.items),
+    # grounding scores filled in by the verifier
+    "grounding": lambda c: bool(c.answer.claims) and all(claim.grounding is not None for claim in c.answer.claims),
+    # the critic's decision
+    "critic": lambda c: c.critic is not None,
+    # the hop chain and why it stopped
+    "hop_chain": _has_hop_chain,
+    "timings": lambda c: bool(c.timings),
+}
+
+REQUIRED_FIELDS: tuple[str, ...] = tuple(FIELD_RULES)
+"""What a complete rationale card explains; see `FIELD_RULES` for each field's test."""

@@ -1,0 +1,228 @@
+"""Stage 4 data: the evidence a generator sees, the claims it makes, the answer it gives.
+
+All four are frozen dataclasses. The pipeline builds `EvidenceItem`s (one per retrieved
+chunk, numbered from 1 in the order the generator should read them) and wraps them in an
+`EvidencePack`; a `Generator` turns the pack into an `Answer` whose `Claim`s cite
+`[Evidence N]`; the `GroundingVerifier` returns a copy of the answer with the claim
+scores filled in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+LEVELS = ("document", "region", "patch", "passage")
+"""Chunk levels an evidence item can come from (stage 1's hierarchy plus text passages)."""
+
+_CITATION_MARK = re.compile(r"\s*\[Evidence\s+\d+(?:\s*(?:,|and|&)\s*\d+)*\]", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    """One retrieved chunk as the generator sees it.
+
+    Parameters
+    ----------
+    number: 1-based position in the pack; the generator cites it as ``[Evidence N]``.
+    chunk_id: the knowledge base's chunk id.
+    doc_id: the document the chunk belongs to.
+    level: one of `LEVELS` ("document", "region", "patch", "passage").
+    score: the retrieval score after fusion / re-ranking (higher is better; any scale).
+    paths: retrieval paths that produced it, e.g. ("visual", "text", "fine", "hop2",
+        "temporal", "multiview", "expansion").
+    summary: the chunk's text description (caption, tags, measurable attributes, passage).
+    provenance: free-form facts about where it came from (source, caption, tags,
+        metadata, ...). ``provenance["caption"]`` / ``["label"]`` / ``["tags"]`` are read
+        by the template generator when present.
+    box: (x0, y0, x1, y1) pixel box in the document image for region/patch chunks.
+    thumbnail: uint8 RGB (h, w, 3) preview, <= 160 px a side, for HTML cards; the box,
+        if any, is given in the coordinates of the *original* image and
+        ``provenance["image_size"] = (width, height)`` lets renderers scale it.
+
+    Raises ValueError on a number < 1, an unknown level, a malformed box or thumbnail.
+    """
+
+    number: int
+    chunk_id: int
+    doc_id: str
+    level: str
+    score: float
+    paths: tuple[str, ...] = ()
+    summary: str = ""
+    provenance: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    box: tuple[int, int, int, int] | None = None
+    thumbnail: np.ndarray | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if int(self.number) < 1:
+            raise ValueError(f"EvidenceItem.number must be >= 1 (it is cited as [Evidence N]); got {self.number}")
+        if self.level not in LEVELS:
+            raise ValueError(f"EvidenceItem.level must be one of {LEVELS}; got {self.level!r}")
+        object.__setattr__(self, "number", int(self.number))
+        object.__setattr__(self, "chunk_id", int(self.chunk_id))
+        object.__setattr__(self, "doc_id", str(self.doc_id))
+        object.__setattr__(self, "score", float(self.score))
+        object.__setattr__(self, "paths", tuple(str(p) for p in self.paths))
+        object.__setattr__(self, "summary", str(self.summary))
+        if self.box is not None:
+            box = tuple(int(v) for v in self.box)
+            if len(box) != 4 or box[2] < box[0] or box[3] < box[1]:
+                raise ValueError(f"EvidenceItem.box must be (x0, y0, x1, y1) with x1 >= x0, y1 >= y0; got {self.box}")
+            object.__setattr__(self, "box", box)
+        if self.thumbnail is not None:
+            thumb = np.asarray(self.thumbnail)
+            if thumb.dtype != np.uint8 or thumb.ndim != 3 or thumb.shape[2] != 3:
+                raise ValueError(
+                    "EvidenceItem.thumbnail must be uint8 RGB (h, w, 3); "
+                    f"got dtype {thumb.dtype}, shape {thumb.shape} (use kira.images.load_image)"
+                )
+            object.__setattr__(self, "thumbnail", thumb)
+
+    def render(self) -> str:
+        """The block a generator reads: ``[Evidence N] (doc=..., level=..., score=..., paths=...) summary``."""
+        paths = "+".join(self.paths) if self.paths else "-"
+        summary = " ".join(self.summary.split()) or "(no description)"
+        return (
+            f"[Evidence {self.number}] (doc={self.doc_id}, level={self.level}, "
+            f"score={self.score:.3f}, paths={paths}) {summary}"
+        )
+
+
+@dataclass(frozen=True)
+class EvidencePack:
+    """The ordered evidence handed to a generator, plus what the critic dropped.
+
+    ``items`` are numbered; numbers must be unique (they need not be contiguous, but
+    `from_items` numbers them 1..N). ``dropped`` holds items the critic removed; they are
+    shown on the rationale card and are never citable.
+    """
+
+    question: str
+    items: tuple[EvidenceItem, ...] = ()
+    dropped: tuple[EvidenceItem, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "question", "" if self.question is None else str(self.question))
+        object.__setattr__(self, "items", tuple(self.items))
+        object.__setattr__(self, "dropped", tuple(self.dropped))
+        numbers = [item.number for item in self.items]
+        if len(set(numbers)) != len(numbers):
+            raise ValueError(f"EvidencePack item numbers must be unique; got {numbers}")
+
+    @classmethod
+    def from_items(
+        cls, question: str | None, items: Sequence[EvidenceItem], dropped: Sequence[EvidenceItem] = ()
+    ) -> EvidencePack:
+        """A pack whose items are renumbered 1..N in the given order (best first).
+
+        Dropped items keep whatever numbers they had; they cannot be cited.
+        """
+        numbered = tuple(dataclasses.replace(item, number=i) for i, item in enumerate(items, start=1))
+        return cls(question="" if question is None else question, items=numbered, dropped=tuple(dropped))
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        """The citable evidence numbers, in pack order."""
+        return tuple(item.number for item in self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[EvidenceItem]:
+        return iter(self.items)
+
+    def has(self, number: int) -> bool:
+        """Whether ``[Evidence number]`` refers to an item in this pack."""
+        return any(item.number == number for item in self.items)
+
+    def by_number(self, number: int) -> EvidenceItem:
+        """The item cited as ``[Evidence number]``. Raises KeyError if the pack has none."""
+        for item in self.items:
+            if item.number == number:
+                return item
+        raise KeyError(f"no [Evidence {number}] in this pack (it has {list(self.numbers)})")
+
+    def render(self) -> str:
+        """The ordered ``[Evidence N] (doc, level, score, paths) summary`` blocks, one per line.
+
+        An empty pack renders as the empty string.
+        """
+        return "\n".join(item.render() for item in self.items)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One sentence of an answer and the evidence it cites.
+
+    ``s_sim``, ``s_attn`` and ``grounding`` are None until a `GroundingVerifier` fills
+    them; ``grounding = w_sim * s_sim + w_attn * s_attn`` and ``hallucination_risk`` is
+    True when it falls below the configured threshold. ``invalid_citations`` records
+    numbers the generator cited that are not in the pack (they are removed from
+    ``citations`` and count as "cites nothing" for grounding).
+    """
+
+    text: str
+    citations: tuple[int, ...] = ()
+    s_sim: float | None = None
+    s_attn: float | None = None
+    grounding: float | None = None
+    hallucination_risk: bool = False
+    invalid_citations: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "citations", tuple(int(c) for c in self.citations))
+        object.__setattr__(self, "invalid_citations", tuple(int(c) for c in self.invalid_citations))
+
+    @property
+    def plain_text(self) -> str:
+        """The sentence with its ``[Evidence N]`` markers removed."""
+        return strip_citation_marks(self.text)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a generator returns: the answer text, its reasoning trace, its claims.
+
+    ``text`` is the answer shown to the user, with ``[Evidence N]`` markers inline;
+    ``reasoning`` is the explicit trace written before it (ReAG), one step per entry;
+    ``claims`` are the answer's sentences with their citations. ``grounding`` is the
+    mean claim grounding once verified (None before; None too for an answer with no
+    claims). ``generator`` names what produced it.
+    """
+
+    text: str
+    reasoning: tuple[str, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    grounding: float | None = None
+    generator: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reasoning", tuple(str(r) for r in self.reasoning))
+        object.__setattr__(self, "claims", tuple(self.claims))
+
+    @property
+    def citations(self) -> tuple[int, ...]:
+        """Sorted unique evidence numbers cited by any claim."""
+        return tuple(sorted({n for claim in self.claims for n in claim.citations}))
+
+    @property
+    def plain_text(self) -> str:
+        """The answer text without ``[Evidence N]`` markers (what answer-correctness metrics compare)."""
+        return strip_citation_marks(self.text)
+
+    @property
+    def flagged(self) -> tuple[Claim, ...]:
+        """Claims the verifier marked as hallucination risks."""
+        return tuple(claim for claim in self.claims if claim.hallucination_risk)
+
+
+def strip_citation_marks(text: str) -> str:
+    """`text` with every ``[Evidence N]`` / ``[Evidence 1, 3]`` marker removed and spaces tidied."""
+    stripped = _CITATION_MARK.sub("", text)
+    stripped = re.sub(r"\s+([.,;:!?])", r"\1", stripped)
+    return " ".join(stripped.split())
