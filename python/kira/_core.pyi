@@ -11,3 +11,97 @@ class CosineIndex:
 # ---- indexes (cpp/bindings/bind_indexes.cpp) -------------------------------------------
 
 # ---- retrieval (cpp/bindings/bind_retrieval.cpp) ---------------------------------------
+
+from collections.abc import Sequence  # noqa: E402
+from typing import Literal  # noqa: E402
+
+def rrf_fuse(
+    rankings: Sequence[npt.NDArray[np.int64]],
+    weights: Sequence[float] | None = None,
+    k: float = 60,
+    *,
+    limit: int | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Weighted RRF: score = sum_i w_i / (k + rank_i), ranks from 1; an id repeated in one
+    ranking counts once at its best rank; id -1 is skipped. Sorted by score desc, ties to
+    the smaller id. ValueError for non-int64 rankings, bad weights, k <= 0, limit < 0."""
+
+class Hop:
+    """One hop of residual_hops."""
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def scores(self) -> npt.NDArray[np.float32]: ...
+    @property
+    def confidence(self) -> float:
+        """Mean cosine score of the hop's valid results (0.0 when it found nothing)."""
+    @property
+    def query(self) -> npt.NDArray[np.float32]: ...
+    @property
+    def new_ids(self) -> int: ...
+
+class HopTrace:
+    """The result of residual_hops."""
+
+    @property
+    def hops(self) -> list[Hop]: ...
+    @property
+    def stop_reason(self) -> Literal["confidence", "no_new", "max_hops", "zero_residual"]: ...
+    @property
+    def ids(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def scores(self) -> npt.NDArray[np.float32]: ...
+    @property
+    def first_hop(self) -> npt.NDArray[np.int32]: ...
+
+def residual_hops(
+    index: CosineIndex,
+    query: npt.NDArray[np.float32],
+    k: int,
+    *,
+    beta: float = 0.3,
+    max_hops: int = 3,
+    confidence: float = 0.85,
+    allow: npt.NDArray[np.int64] | Sequence[int] | None = None,
+) -> HopTrace:
+    """Residual multi-hop retrieval: q <- normalize(q - beta * mean(unit vectors of the hop's
+    results)); a hop's confidence is the mean cosine of its valid top-k results; stops on
+    'confidence', 'no_new', 'max_hops' or 'zero_residual' (beta >= 1 only)."""
+
+def extract_regions(
+    attention: npt.NDArray[np.float32],
+    image_size: tuple[int, int],
+    *,
+    k_sigma: float = 0.5,
+    connectivity: int = 8,
+    min_cells: int = 1,
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int32]]:
+    """(boxes (n, 4) x0, y0 inclusive / x1, y1 exclusive pixels, scores (n,) mean attention,
+    labels (h, w) with 0 = background and i + 1 = region i) for cells > mean + k_sigma*std."""
+
+class CompoundGroups:
+    """Temporal sequences and multiview sets; an id is in at most one group of each kind."""
+
+    def __init__(self) -> None: ...
+    def add_temporal(self, member_ids: Sequence[int] | npt.NDArray[np.int64]) -> int: ...
+    def add_multiview(self, member_ids: Sequence[int] | npt.NDArray[np.int64]) -> int: ...
+    def temporal_of(self, id: int) -> npt.NDArray[np.int64]: ...
+    def multiview_of(self, id: int) -> npt.NDArray[np.int64]: ...
+    def contains(self, id: int) -> bool: ...
+    @property
+    def temporal_count(self) -> int: ...
+    @property
+    def multiview_count(self) -> int: ...
+    def __len__(self) -> int: ...
+
+def expand_compound(
+    groups: CompoundGroups,
+    ids: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float32],
+    *,
+    temporal_decay: float = 0.8,
+    multiview_decay: float = 0.7,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """(ids, scores, origin): retrieved ids keep their score, the rest of their groups come in
+    at decay x score (best offer), sorted by score desc, ties to the smaller id."""
