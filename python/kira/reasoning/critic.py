@@ -1,0 +1,196 @@
+"""ReAG's critic: keep an evidence item only if P(relevant | question, item) > threshold (0.1).
+
+Two critics share one filtering rule (`filter_by_probability`):
+
+- `SimilarityCritic(text_encoder)` (the default; no language model needed) maps the
+  question and the item's summary to
+
+      P(relevant) = sigmoid(slope * (cos(v_q, v_s) - midpoint) + overlap_weight * A(q, s))
+
+  with cos the sentence-encoder cosine and A(q, s) the share of the question's content
+  tokens found (stemmed) in the summary (kira.reasoning.verifier.token_alignment).
+  Calibration (all-MiniLM-L6-v2, the question/summary pairs of
+  tests/test_reasoning_critic.py): the summary of the item a question asks about has
+  cosine 0.54-0.73, a same-domain summary about something else 0.29-0.66, a summary
+  from another domain -0.10-0.36 with no shared content words. slope 15, midpoint 0.45,
+  overlap_weight 2 put the first group at P ~ 0.9, keep same-domain items (P >= 0.1:
+  ReAG's critic removes irrelevant passages, not near misses), and put other-domain
+  items under 0.1.
+- `LMCritic(lm)` asks a `LanguageModel` "is this passage relevant? Yes/No". With an LM
+  that exposes ``yes_no_logprobs(prompt) -> (logp_yes, logp_no)`` it uses
+  P(Yes) = softmax over the two; otherwise it reads the completion: "yes" -> 0.9,
+  "no" -> 0.05, anything else -> 0.5 (an unclear answer never drops evidence).
+
+What happens when everything falls at or below the threshold: the critic keeps the
+single most probable item, sets ``fallback=True`` and says so in ``note`` (and logs a
+warning), so the generator still sees the best evidence and the card shows that the
+critic found nothing relevant. An empty question (an image-only query) skips the
+critic: everything is kept with P = 1 and a note.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from kira.config import GroundingConfig
+from kira.models.protocols import LanguageModel, TextEncoder
+from kira.reasoning.protocols import CriticDecision
+from kira.reasoning.types import EvidenceItem
+from kira.reasoning.verifier import token_alignment
+
+log = logging.getLogger(__name__)
+
+SLOPE = 15.0
+MIDPOINT = 0.45
+OVERLAP_WEIGHT = 2.0
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def filter_by_probability(
+    items: Sequence[EvidenceItem], probabilities: Sequence[float], threshold: float
+) -> CriticDecision:
+    """Split `items` into kept (P > threshold) and dropped, keeping the best one if none pass.
+
+    Raises ValueError when the lengths differ or a probability is outside [0, 1].
+    """
+    items = list(items)
+    probs = [float(p) for p in probabilities]
+    if len(probs) != len(items):
+        raise ValueError(f"{len(probs)} probabilities for {len(items)} items")
+    if any(not (0.0 <= p <= 1.0) for p in probs):
+        raise ValueError(f"probabilities must be in [0, 1]; got {probs}")
+    by_id = {item.chunk_id: p for item, p in zip(items, probs)}
+    kept = [item for item, p in zip(items, probs) if p > threshold]
+    dropped = [item for item, p in zip(items, probs) if p <= threshold]
+    fallback, note = False, ""
+    if items and not kept:
+        best = max(range(len(items)), key=lambda i: (probs[i], -i))
+        kept = [items[best]]
+        dropped = [item for i, item in enumerate(items) if i != best]
+        fallback = True
+        note = (
+            f"no evidence scored P(relevant) > {threshold:g} (best {probs[best]:.3f}); "
+            f"kept the most probable item, chunk {items[best].chunk_id}"
+        )
+        log.warning("critic: %s", note)
+    return CriticDecision(
+        kept=tuple(kept), dropped=tuple(dropped), probabilities=by_id, threshold=float(threshold),
+        fallback=fallback, note=note,
+    )
+
+
+def _skip(items: Sequence[EvidenceItem], threshold: float) -> CriticDecision:
+    return CriticDecision(
+        kept=tuple(items), dropped=(), probabilities={i.chunk_id: 1.0 for i in items}, threshold=float(threshold),
+        note="no question text (image-only query): critic skipped, all evidence kept",
+    )
+
+
+class SimilarityCritic:
+    """Default critic: calibrated logistic over sentence cosine and keyword overlap (module docstring).
+
+    Parameters: text_encoder (a `TextEncoder`), config (`GroundingConfig`, for the
+    threshold), slope / midpoint / overlap_weight (the logistic's constants).
+    """
+
+    name = "similarity"
+
+    def __init__(
+        self,
+        text_encoder: TextEncoder,
+        config: GroundingConfig | None = None,
+        *,
+        slope: float = SLOPE,
+        midpoint: float = MIDPOINT,
+        overlap_weight: float = OVERLAP_WEIGHT,
+    ) -> None:
+        self.encoder = text_encoder
+        self.config = config or GroundingConfig()
+        self.slope, self.midpoint, self.overlap_weight = float(slope), float(midpoint), float(overlap_weight)
+
+    def probability_from_scores(self, cosine: float, overlap: float) -> float:
+        """P(relevant) from a precomputed cosine and keyword overlap (what the latency benchmark times)."""
+        return _sigmoid(self.slope * (cosine - self.midpoint) + self.overlap_weight * overlap)
+
+    def probabilities(self, question: str, items: Sequence[EvidenceItem]) -> list[float]:
+        """P(relevant) for each item's summary given `question` (1.0 each for an empty question)."""
+        if not items:
+            return []
+        if not (question or "").strip():
+            return [1.0] * len(items)
+        vectors = np.asarray(self.encoder.encode([question, *(i.summary for i in items)]), dtype=np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        cosines = vectors[1:] @ vectors[0]
+        return [
+            self.probability_from_scores(float(c), token_alignment(question, [item.summary]))
+            for c, item in zip(cosines, items)
+        ]
+
+    def filter(self, question: str, items: Sequence[EvidenceItem], threshold: float | None = None) -> CriticDecision:
+        """Keep items with P(relevant) > threshold (default ``config.critic_threshold``, ReAG's 0.1)."""
+        threshold = self.config.critic_threshold if threshold is None else float(threshold)
+        if not (question or "").strip():
+            return _skip(items, threshold)
+        return filter_by_probability(items, self.probabilities(question, items), threshold)
+
+
+RELEVANCE_PROMPT = (
+    "You judge whether a passage helps answer a question.\n"
+    "Question: {question}\n"
+    "Passage: {passage}\n"
+    "Is the passage relevant to answering the question? Answer Yes or No.\n"
+    "Answer:"
+)
+
+
+class LMCritic:
+    """ReAG's critic over a `LanguageModel`: P("Yes") to a relevance prompt (module docstring).
+
+    Parameters: lm (a `LanguageModel`; optionally with ``yes_no_logprobs(prompt)``),
+    config (`GroundingConfig`), prompt (a format string with {question} and {passage}).
+    """
+
+    name = "lm"
+
+    def __init__(self, lm: LanguageModel, config: GroundingConfig | None = None, *, prompt: str = RELEVANCE_PROMPT) -> None:
+        if "{question}" not in prompt or "{passage}" not in prompt:
+            raise ValueError("prompt must contain {question} and {passage}")
+        self.lm = lm
+        self.config = config or GroundingConfig()
+        self.prompt = prompt
+
+    def probability(self, question: str, passage: str) -> float:
+        """P(relevant) for one passage."""
+        prompt = self.prompt.format(question=question, passage=passage)
+        scorer: Any = getattr(self.lm, "yes_no_logprobs", None)
+        if callable(scorer):
+            logp_yes, logp_no = (float(v) for v in scorer(prompt))
+            top = max(logp_yes, logp_no)
+            yes, no = math.exp(logp_yes - top), math.exp(logp_no - top)
+            return yes / (yes + no)
+        reply = self.lm.complete(prompt, max_new_tokens=3).strip().lower()
+        if reply.startswith("yes"):
+            return 0.9
+        if reply.startswith("no"):
+            return 0.05
+        return 0.5
+
+    def probabilities(self, question: str, items: Sequence[EvidenceItem]) -> list[float]:
+        """P(relevant) for each item (1.0 each for an empty question)."""
+        if not (question or "").strip():
+            return [1.0] * len(items)
+        return [self.probability(question, item.summary) for item in items]
+
+    def filter(self, question: str, items: Sequence[EvidenceItem], threshold: float | None = None) -> CriticDecision:
+        """Keep items with P(relevant) > threshold (default ``config.critic_threshold``)."""
+        threshold = self.config.critic_threshold if threshold is None else float(threshold)
+        if not (question or "").strip():
+            return _skip(items, threshold)
+        return filter_by_probability(items, self.probabilities(question, items), threshold)

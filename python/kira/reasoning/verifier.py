@@ -1,0 +1,160 @@
+"""The grounding verifier (KIRA stage 4): score every claim against the evidence it cites.
+
+For a claim c citing evidence set E (numbers present in the pack):
+
+    s(c)      = w_sim * s_sim(c) + w_attn * s_attn(c)          (KIRA: 0.5 / 0.5)
+    s_sim(c)  = clip((max_{e in E} cos(v_c, v_e) - sim_floor) / (1 - sim_floor), 0, 1)
+    s_attn(c) = clip((A(c, E) - attn_floor) / (1 - attn_floor), 0, 1)
+    A(c, E)   = |{t in T(c) : stem(t) in stems(T(E))}| / |T(c)|
+
+where v_x is the text encoder's unit embedding of x (claim text without its citation
+markers; evidence summaries), T(x) the content tokens of x (lower-cased words with
+stop-words and framing words like "shows"/"evidence" removed; see
+kira.reasoning.text_tokens), and stems(T(E)) the light-stemmed content tokens of all
+cited summaries together. A(c, E) is a hard token alignment: the share of the claim's
+content tokens that some cited evidence token attends to (matches after stemming).
+A claim citing nothing, or only numbers absent from the pack, scores s_sim = s_attn = 0.
+Claims with s < threshold (KIRA: 0.3) get ``hallucination_risk = True``; the answer's
+``grounding`` is the mean claim score (None for an answer with no claims).
+
+Why the floors (calibration). With raw cosine and raw A the paper's formula cannot
+separate supported from unsupported claims at 0.3: all-MiniLM-L6-v2 gives sentences
+from the *same domain* that state different findings a cosine of 0.32 median (0.58 at
+the 95th percentile), and such claims share generic words ("chest", "x-ray",
+"schematic") with the evidence, so s ~ 0.4 for claims the evidence does not support.
+Rescaling each signal from its empirical unrelated-pair level to [0, 1] (sim_floor 0.4
+for the cosine, attn_floor 0.15 for the alignment) keeps the formula and threshold and
+makes them separate: on the planted-claim test in tests/test_reasoning_verifier.py
+(four domains, 60 supported claims, 289 unsupported ones about other findings, made-up
+facts, other domains, or citing the wrong item) it flags 95% of unsupported and 0% of
+supported claims. Soft alignment by MiniLM word-embedding cosine was tried and dropped:
+unmatched words of supported and unsupported claims have the same cosine distribution
+(median 0.37 against 0.41). Pass sim_floor=0, attn_floor=0 for the uncalibrated formula.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Sequence
+
+import numpy as np
+
+from kira.config import GroundingConfig
+from kira.models.protocols import TextEncoder
+from kira.reasoning.text_tokens import content_tokens, stem
+from kira.reasoning.types import Answer, Claim, EvidencePack
+
+log = logging.getLogger(__name__)
+
+SIM_FLOOR = 0.4  # all-MiniLM-L6-v2 cosine of same-domain sentences stating different findings
+ATTN_FLOOR = 0.15  # share of content tokens a claim matches by chance in same-domain evidence
+
+
+def token_alignment(claim: str, evidence: Sequence[str]) -> float:
+    """A(c, E): share of the claim's content tokens whose stem occurs among the evidence's content tokens.
+
+    0.0 when the claim has no content tokens or `evidence` is empty.
+    """
+    tokens = [stem(t) for t in content_tokens(claim)]
+    if not tokens or not evidence:
+        return 0.0
+    available = {stem(t) for text in evidence for t in content_tokens(text)}
+    return sum(1 for t in tokens if t in available) / len(tokens)
+
+
+def _rescale(value: float, floor: float) -> float:
+    return float(np.clip((value - floor) / (1.0 - floor), 0.0, 1.0))
+
+
+class GroundingVerifier:
+    """Scores each claim s = w_sim * s_sim + w_attn * s_attn and flags s < threshold (see module docstring).
+
+    Parameters
+    ----------
+    text_encoder: a `TextEncoder` (the stack's sentence encoder, MiniLM by default).
+    config: `GroundingConfig` (weights 0.5 / 0.5, threshold 0.3).
+    sim_floor, attn_floor: calibration floors in [0, 1); 0 gives the raw formula.
+
+    Thread safety: `verify` keeps no state beyond an embedding cache guarded by the GIL;
+    safe to share between threads if the encoder is.
+    """
+
+    def __init__(
+        self,
+        text_encoder: TextEncoder,
+        config: GroundingConfig | None = None,
+        *,
+        sim_floor: float = SIM_FLOOR,
+        attn_floor: float = ATTN_FLOOR,
+    ) -> None:
+        if not 0.0 <= sim_floor < 1.0 or not 0.0 <= attn_floor < 1.0:
+            raise ValueError(f"sim_floor and attn_floor must be in [0, 1); got {sim_floor}, {attn_floor}")
+        self.encoder = text_encoder
+        self.config = config or GroundingConfig()
+        self.sim_floor = float(sim_floor)
+        self.attn_floor = float(attn_floor)
+        self._cache: dict[str, np.ndarray] = {}
+
+    def _embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        todo = sorted({t for t in texts if t not in self._cache})
+        if todo:
+            vectors = np.asarray(self.encoder.encode(todo), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(todo):
+                raise ValueError(f"text encoder returned shape {vectors.shape} for {len(todo)} texts")
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = vectors / np.maximum(norms, 1e-12)
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache.update(zip(todo, vectors))
+        return {t: self._cache[t] for t in texts}
+
+    def score_claim(self, claim: Claim, pack: EvidencePack) -> Claim:
+        """`claim` with s_sim, s_attn, grounding and hallucination_risk filled in (a new Claim)."""
+        return self._score([claim], pack)[0]
+
+    def _score(self, claims: Sequence[Claim], pack: EvidencePack) -> list[Claim]:
+        texts: list[str] = []
+        for claim in claims:
+            texts.append(claim.plain_text)
+            texts.extend(pack.by_number(n).summary for n in claim.citations if pack.has(n))
+        vectors = self._embed(texts) if texts else {}
+        cfg = self.config
+        scored: list[Claim] = []
+        for claim in claims:
+            valid = tuple(n for n in claim.citations if pack.has(n))
+            invalid = tuple(dict.fromkeys((*claim.invalid_citations, *(n for n in claim.citations if not pack.has(n)))))
+            summaries = [pack.by_number(n).summary for n in valid]
+            if summaries and claim.plain_text.strip():
+                v = vectors[claim.plain_text]
+                cosine = max(float(v @ vectors[s]) for s in summaries)
+                s_sim = _rescale(cosine, self.sim_floor)
+                s_attn = _rescale(token_alignment(claim.plain_text, summaries), self.attn_floor)
+            else:
+                s_sim = s_attn = 0.0
+            s = cfg.verifier_sim_weight * s_sim + cfg.verifier_attn_weight * s_attn
+            scored.append(
+                dataclasses.replace(
+                    claim,
+                    citations=valid,
+                    invalid_citations=invalid,
+                    s_sim=s_sim,
+                    s_attn=s_attn,
+                    grounding=s,
+                    hallucination_risk=s < cfg.hallucination_threshold,
+                )
+            )
+        return scored
+
+    def verify(self, answer: Answer, pack: EvidencePack) -> Answer:
+        """A copy of `answer` with every claim scored and ``grounding`` = mean claim score.
+
+        Citations to numbers not in `pack` move to ``invalid_citations`` (and ground
+        nothing). An answer without claims comes back with ``grounding`` None.
+        """
+        claims = self._score(answer.claims, pack)
+        grounding = float(np.mean([c.grounding for c in claims])) if claims else None
+        flagged = sum(c.hallucination_risk for c in claims)
+        if flagged:
+            log.info("verifier flagged %d of %d claims as hallucination risks", flagged, len(claims))
+        return dataclasses.replace(answer, claims=tuple(claims), grounding=grounding)
