@@ -1,35 +1,58 @@
+// Run-based connected components: each row is split into runs of salient cells, runs are
+// joined with the overlapping runs of the row above by union-find, then every component's
+// statistics are gathered per run. Work is one pass over the cells plus one per run.
 #include "kira/regions.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
 namespace kira {
 namespace {
 
-std::uint32_t find_root(std::vector<std::uint32_t>& parent, std::uint32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];  // path halving
-    x = parent[x];
+struct Run {
+  std::uint32_t row, c0, c1;  // cells [c0, c1) of row
+  std::uint32_t parent;       // union-find over run indices; the root is the earliest run
+};
+
+std::uint32_t find_root(std::vector<Run>& runs, std::uint32_t x) {
+  while (runs[x].parent != x) {
+    runs[x].parent = runs[runs[x].parent].parent;  // path halving
+    x = runs[x].parent;
   }
   return x;
 }
 
-void unite(std::vector<std::uint32_t>& parent, std::uint32_t a, std::uint32_t b) {
-  a = find_root(parent, a);
-  b = find_root(parent, b);
+void unite(std::vector<Run>& runs, std::uint32_t a, std::uint32_t b) {
+  a = find_root(runs, a);
+  b = find_root(runs, b);
   if (a == b) return;
-  if (a < b) parent[b] = a; else parent[a] = b;  // the root stays the earliest cell
+  if (a < b) runs[b].parent = a; else runs[a].parent = b;
 }
 
 struct Component {
   std::size_t cells = 0;
   double sum = 0.0;
-  std::size_t r0, r1, c0, c1;
+  std::uint32_t r0, r1, c0, c1;  // inclusive cell bounds
 };
+
+// Sum with four independent accumulators (the compiler may not reorder FP additions).
+template <class F>
+double sum4(std::size_t n, F f) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += f(i);
+    s1 += f(i + 1);
+    s2 += f(i + 2);
+    s3 += f(i + 3);
+  }
+  for (; i < n; ++i) s0 += f(i);
+  return (s0 + s1) + (s2 + s3);
+}
 
 }  // namespace
 
@@ -39,6 +62,10 @@ Regions extract_regions(const float* attention, std::size_t h, std::size_t w,
   if (h == 0 || w == 0) {
     throw std::invalid_argument("attention grid is empty (shape " + std::to_string(h) + " x " +
                                 std::to_string(w) + "); pass a grid with at least one cell");
+  }
+  if (h > std::numeric_limits<std::uint32_t>::max() / 2 ||
+      w > std::numeric_limits<std::uint32_t>::max() / 2) {
+    throw std::invalid_argument("attention grid is too large (a side over 2**31 cells)");
   }
   constexpr std::int64_t kMaxSide = std::numeric_limits<std::int32_t>::max();
   if (image_width < 1 || image_height < 1 || image_width > kMaxSide || image_height > kMaxSide) {
@@ -55,67 +82,76 @@ Regions extract_regions(const float* attention, std::size_t h, std::size_t w,
     throw std::invalid_argument("min_cells must be >= 1");
   }
   const std::size_t n = h * w;
-  double sum = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const float v = attention[i];
-    if (!std::isfinite(v)) {
-      throw std::invalid_argument("attention has a NaN or inf at row " + std::to_string(i / w) +
-                                  ", column " + std::to_string(i % w) +
-                                  "; clean it first, e.g. np.nan_to_num(attention)");
-    }
-    sum += v;
-  }
-  const double mean = sum / static_cast<double>(n);
-  double sq = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(attention[i]) - mean;
-    sq += d * d;
-  }
-  const double threshold = mean + options.k_sigma * std::sqrt(sq / static_cast<double>(n));
-
-  // Union-find over cell indices; kNone marks background.
-  constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-  std::vector<std::uint32_t> parent(n, kNone);
-  const bool eight = options.connectivity == 8;
-  for (std::size_t r = 0; r < h; ++r) {
-    const float* row = attention + r * w;
-    for (std::size_t c = 0; c < w; ++c) {
-      if (!(static_cast<double>(row[c]) > threshold)) continue;
-      const auto i = static_cast<std::uint32_t>(r * w + c);
-      parent[i] = i;
-      if (c > 0 && parent[i - 1] != kNone) unite(parent, i, i - 1);
-      if (r > 0) {
-        const auto up = static_cast<std::uint32_t>(i - w);
-        if (parent[up] != kNone) unite(parent, i, up);
-        if (eight) {
-          if (c > 0 && parent[up - 1] != kNone) unite(parent, i, up - 1);
-          if (c + 1 < w && parent[up + 1] != kNone) unite(parent, i, up + 1);
-        }
+  const double sum = sum4(n, [&](std::size_t i) { return static_cast<double>(attention[i]); });
+  if (!std::isfinite(sum)) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(attention[i])) {
+        throw std::invalid_argument("attention has a NaN or inf at row " + std::to_string(i / w) +
+                                    ", column " + std::to_string(i % w) +
+                                    "; clean it first, e.g. np.nan_to_num(attention)");
       }
     }
   }
+  const double mean = sum / static_cast<double>(n);
+  const double sq = sum4(n, [&](std::size_t i) {
+    const double d = static_cast<double>(attention[i]) - mean;
+    return d * d;
+  });
+  const double threshold = mean + options.k_sigma * std::sqrt(sq / static_cast<double>(n));
 
-  // Components in order of their first cell (row-major); comp_of maps root -> component.
-  std::vector<std::int32_t> comp_of(n, -1);
-  std::vector<Component> comps;
-  std::vector<std::int32_t> cell_comp(n, -1);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (parent[i] == kNone) continue;
-    const std::uint32_t root = find_root(parent, static_cast<std::uint32_t>(i));
-    std::int32_t cidx = comp_of[root];
-    const std::size_t r = i / w, c = i % w;
-    if (cidx < 0) {
-      cidx = static_cast<std::int32_t>(comps.size());
-      comp_of[root] = cidx;
-      comps.push_back(Component{0, 0.0, r, r, c, c});
+  // Runs of salient cells (attention > threshold), row by row, joined to the row above.
+  const std::uint32_t reach = options.connectivity == 8 ? 1 : 0;  // diagonal overlap allowance
+  std::vector<Run> runs;
+  std::size_t prev_begin = 0, prev_end = 0;
+  for (std::uint32_t r = 0; r < h; ++r) {
+    const float* row = attention + static_cast<std::size_t>(r) * w;
+    const std::size_t begin = runs.size();
+    for (std::uint32_t c = 0; c < w;) {
+      if (!(static_cast<double>(row[c]) > threshold)) { ++c; continue; }
+      const std::uint32_t c0 = c;
+      while (c < w && static_cast<double>(row[c]) > threshold) ++c;
+      const auto idx = static_cast<std::uint32_t>(runs.size());
+      runs.push_back(Run{r, c0, c, idx});
     }
+    const std::size_t end = runs.size();
+    // Two-pointer sweep: run a (this row) touches run b (row above) when their column
+    // ranges overlap, widened by one column for 8-connectivity.
+    std::size_t b = prev_begin;
+    for (std::size_t a = begin; a < end && b < prev_end;) {
+      const Run& ra = runs[a];
+      const Run& rb = runs[b];
+      if (rb.c1 + reach <= ra.c0) { ++b; continue; }
+      if (ra.c1 + reach <= rb.c0) { ++a; continue; }
+      unite(runs, static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(b));
+      if (rb.c1 < ra.c1) ++b; else ++a;  // advance whichever ends first
+    }
+    prev_begin = begin;
+    prev_end = end;
+  }
+
+  // Components in order of their first run (= first cell in row-major order).
+  std::vector<std::int32_t> comp_of_run(runs.size());
+  std::vector<Component> comps;
+  for (std::size_t j = 0; j < runs.size(); ++j) {
+    const std::uint32_t root = find_root(runs, static_cast<std::uint32_t>(j));
+    const Run& run = runs[j];
+    std::int32_t cidx;
+    if (root == j) {
+      cidx = static_cast<std::int32_t>(comps.size());
+      comps.push_back(Component{0, 0.0, run.row, run.row, run.c0, run.c1 - 1});
+    } else {
+      cidx = comp_of_run[root];
+    }
+    comp_of_run[j] = cidx;
     Component& comp = comps[static_cast<std::size_t>(cidx)];
-    comp.cells += 1;
-    comp.sum += attention[i];
-    comp.r1 = std::max(comp.r1, r);  // r only grows in a row-major scan
-    comp.c0 = std::min(comp.c0, c);
-    comp.c1 = std::max(comp.c1, c);
-    cell_comp[i] = cidx;
+    const float* row = attention + static_cast<std::size_t>(run.row) * w;
+    double s = 0.0;
+    for (std::uint32_t c = run.c0; c < run.c1; ++c) s += row[c];
+    comp.sum += s;
+    comp.cells += run.c1 - run.c0;
+    comp.r1 = run.row;  // rows only grow in a row-major scan
+    comp.c0 = std::min(comp.c0, run.c0);
+    comp.c1 = std::max(comp.c1, run.c1 - 1);
   }
 
   std::vector<std::int32_t> kept;
@@ -133,23 +169,24 @@ Regions extract_regions(const float* attention, std::size_t h, std::size_t w,
   out.threshold = threshold;
   out.boxes.reserve(kept.size() * 4);
   out.scores.reserve(kept.size());
-  const auto H = image_height, W = image_width;
+  const std::int64_t H = image_height, W = image_width;
   const auto hh = static_cast<std::int64_t>(h), ww = static_cast<std::int64_t>(w);
   for (std::size_t j = 0; j < kept.size(); ++j) {
     const Component& comp = comps[static_cast<std::size_t>(kept[j])];
     new_label[static_cast<std::size_t>(kept[j])] = static_cast<std::int32_t>(j + 1);
-    const auto c0 = static_cast<std::int64_t>(comp.c0), c1 = static_cast<std::int64_t>(comp.c1);
-    const auto r0 = static_cast<std::int64_t>(comp.r0), r1 = static_cast<std::int64_t>(comp.r1);
+    const std::int64_t c0 = comp.c0, c1 = comp.c1, r0 = comp.r0, r1 = comp.r1;
     out.boxes.push_back(static_cast<std::int32_t>(c0 * W / ww));                   // floor
     out.boxes.push_back(static_cast<std::int32_t>(r0 * H / hh));
     out.boxes.push_back(static_cast<std::int32_t>(((c1 + 1) * W + ww - 1) / ww));  // ceil
     out.boxes.push_back(static_cast<std::int32_t>(((r1 + 1) * H + hh - 1) / hh));
     out.scores.push_back(mean_of[static_cast<std::size_t>(kept[j])]);
   }
-  out.labels.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t cidx = cell_comp[i];
-    out.labels[i] = cidx < 0 ? 0 : new_label[static_cast<std::size_t>(cidx)];
+  out.labels.assign(n, 0);
+  for (std::size_t j = 0; j < runs.size(); ++j) {
+    const std::int32_t label = new_label[static_cast<std::size_t>(comp_of_run[j])];
+    if (label == 0) continue;
+    std::int32_t* row = out.labels.data() + static_cast<std::size_t>(runs[j].row) * w;
+    std::fill(row + runs[j].c0, row + runs[j].c1, label);
   }
   return out;
 }
