@@ -29,6 +29,7 @@ class EvidenceItem:
     Parameters
     ----------
     number: 1-based position in the pack; the generator cites it as ``[Evidence N]``.
+        0 means "not numbered yet": `EvidencePack.from_items` numbers items 1..N.
     chunk_id: the knowledge base's chunk id.
     doc_id: the document the chunk belongs to.
     level: one of `LEVELS` ("document", "region", "patch", "passage").
@@ -44,7 +45,7 @@ class EvidenceItem:
         if any, is given in the coordinates of the *original* image and
         ``provenance["image_size"] = (width, height)`` lets renderers scale it.
 
-    Raises ValueError on a number < 1, an unknown level, a malformed box or thumbnail.
+    Raises ValueError on a negative number, an unknown level, a malformed box or thumbnail.
     """
 
     number: int
@@ -59,8 +60,8 @@ class EvidenceItem:
     thumbnail: np.ndarray | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
-        if int(self.number) < 1:
-            raise ValueError(f"EvidenceItem.number must be >= 1 (it is cited as [Evidence N]); got {self.number}")
+        if int(self.number) < 0:
+            raise ValueError(f"EvidenceItem.number must be >= 1 (it is cited as [Evidence N]), or 0 for not yet numbered; got {self.number}")
         if self.level not in LEVELS:
             raise ValueError(f"EvidenceItem.level must be one of {LEVELS}; got {self.level!r}")
         object.__setattr__(self, "number", int(self.number))
@@ -97,7 +98,7 @@ class EvidenceItem:
 class EvidencePack:
     """The ordered evidence handed to a generator, plus what the critic dropped.
 
-    ``items`` are numbered; numbers must be unique (they need not be contiguous, but
+    ``items`` are numbered (>= 1); numbers must be unique (they need not be contiguous, but
     `from_items` numbers them 1..N). ``dropped`` holds items the critic removed; they are
     shown on the rationale card and are never citable.
     """
@@ -111,6 +112,8 @@ class EvidencePack:
         object.__setattr__(self, "items", tuple(self.items))
         object.__setattr__(self, "dropped", tuple(self.dropped))
         numbers = [item.number for item in self.items]
+        if any(n < 1 for n in numbers):
+            raise ValueError(f"EvidencePack items must be numbered from 1 (use EvidencePack.from_items); got {numbers}")
         if len(set(numbers)) != len(numbers):
             raise ValueError(f"EvidencePack item numbers must be unique; got {numbers}")
 

@@ -1,0 +1,32 @@
+"""A `Generator` over the `LanguageModel` protocol (SmolLM2 or any text completer)."""
+
+from __future__ import annotations
+
+from kira.models.protocols import LanguageModel
+from kira.reasoning.prompting import completion_prompt, parse_reply
+from kira.reasoning.template_generator import NO_EVIDENCE_TEXT
+from kira.reasoning.types import Answer, EvidencePack
+
+
+class LanguageModelGenerator:
+    """Prompts `lm` with the evidence (kira.reasoning.prompting) and parses claims and citations.
+
+    Parameters: lm (a `LanguageModel`), max_new_tokens (completion budget). The prompt
+    ends with "Reasoning:", so the completion is read as reasoning, then "Answer:".
+    Small models often skip the answer heading; then the whole completion is the answer.
+    """
+
+    def __init__(self, lm: LanguageModel, *, max_new_tokens: int = 256) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1; got {max_new_tokens}")
+        self.lm = lm
+        self.max_new_tokens = max_new_tokens
+        self.name = f"lm:{type(lm).__name__}"
+
+    def generate(self, question: str, pack: EvidencePack) -> Answer:
+        """An `Answer` from the LM's completion; no LM call for an empty pack."""
+        question = (question or pack.question or "").strip()
+        if not pack.items:
+            return Answer(text=NO_EVIDENCE_TEXT, reasoning=("No evidence remained to reason over.",), generator=self.name)
+        reply = self.lm.complete(completion_prompt(question, pack), max_new_tokens=self.max_new_tokens)
+        return parse_reply("Reasoning: " + reply, pack, generator=self.name)
