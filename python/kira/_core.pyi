@@ -9,6 +9,45 @@ class CosineIndex:
     """Base class of FlatIndex and HNSWIndex; not constructible."""
 
 # ---- indexes (cpp/bindings/bind_indexes.cpp) -------------------------------------------
+from os import PathLike  # noqa: E402
+from typing import Literal  # noqa: E402
+
+def simd_level() -> Literal["avx512", "avx2", "scalar"]:
+    """Kernel set chosen once at run time: "avx512", "avx2" or "scalar"."""
+
+class FlatIndex(CosineIndex):
+    """Exact cosine index. Searches share a lock (parallel); add/remove are exclusive."""
+
+    def __init__(self, dim: int, *, dtype: Literal["f32", "f16", "i8"] = "f32") -> None: ...
+    def add(self, ids: npt.ArrayLike, vectors: npt.NDArray[np.float32]) -> None:
+        """Add float32 (n, dim) rows under unique int64 ids; ValueError leaves the index unchanged."""
+    def remove(self, ids: npt.ArrayLike) -> None:
+        """Remove ids; ValueError (index unchanged) for an unknown or repeated id."""
+    def search(
+        self,
+        queries: npt.NDArray[np.float32],
+        k: int,
+        *,
+        allow: npt.ArrayLike | None = None,
+        threads: int | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(ids (m, k), scores (m, k)) best first, padded with -1 / -inf; thread-safe."""
+    def __len__(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def dtype(self) -> Literal["f32", "f16", "i8"]: ...
+    def ids(self) -> npt.NDArray[np.int64]:
+        """Stored ids, ascending."""
+    def contains(self, id: int) -> bool: ...
+    def get_vectors(self, ids: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """Decoded unit vectors (n, dim); ValueError for an unknown id."""
+    def memory_bytes(self) -> int: ...
+    def save(self, path: str | PathLike[str]) -> None:
+        """Atomic write (temp file + fsync + rename)."""
+    @staticmethod
+    def load(path: str | PathLike[str]) -> FlatIndex:
+        """ValueError naming the problem for a truncated/corrupted/foreign/wrong-version file."""
 
 # ---- retrieval (cpp/bindings/bind_retrieval.cpp) ---------------------------------------
 
