@@ -1,0 +1,157 @@
+"""The OpenAI-compatible generator against a tiny server on 127.0.0.1, and the LanguageModel generator."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+
+from kira.reasoning.lm_generator import LanguageModelGenerator
+from kira.reasoning.openai_generator import GenerationError, OpenAICompatibleGenerator, chat_completions_url
+from kira.reasoning.prompting import parse_reply
+from kira.reasoning.types import EvidenceItem, EvidencePack
+
+REPLY = (
+    "Reasoning:\n"
+    "1. [Evidence 1] and [Evidence 2] both describe pneumonia.\n"
+    "2. [Evidence 9] would be needed for the heart, but it is not given.\n"
+    "Answer: The right lower lobe shows consolidation consistent with pneumonia [Evidence 1, 2]. "
+    "The heart is enlarged [Evidence 9]. The lungs are otherwise clear. [Evidence 2]"
+)
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.status = 200
+        self.body: bytes = json.dumps({"choices": [{"message": {"role": "assistant", "content": REPLY}}]}).encode()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                length = int(self.headers.get("Content-Length", 0))
+                outer.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "json": json.loads(self.rfile.read(length))}
+                )
+                self.send_response(outer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(outer.body)))
+                self.end_headers()
+                self.wfile.write(outer.body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    def __enter__(self) -> _Server:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture()
+def server() -> Iterator[_Server]:
+    with _Server() as s:
+        yield s
+
+
+def _pack() -> EvidencePack:
+    return EvidencePack.from_items(
+        "What does this X-ray show?",
+        [
+            EvidenceItem(0, 11, "xr1", "document", 0.9, ("visual",), "right lower lobe consolidation, pneumonia"),
+            EvidenceItem(0, 12, "xr2", "region", 0.7, ("text",), "pneumonia; lungs otherwise clear"),
+        ],
+    )
+
+
+def test_generate_parses_claims_and_drops_citations_outside_the_pack(server, monkeypatch) -> None:
+    monkeypatch.setenv("KIRA_TEST_KEY", "sk-test")
+    generator = OpenAICompatibleGenerator(server.url, "tiny-model", api_key_env="KIRA_TEST_KEY", timeout=5)
+    answer = generator.generate("What does this X-ray show?", _pack())
+    request = server.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer sk-test"
+    body = request["json"]
+    assert body["model"] == "tiny-model" and body["temperature"] == 0.0
+    user = body["messages"][-1]["content"]
+    assert "[Evidence 1] (doc=xr1, level=document" in user and "What does this X-ray show?" in user
+    assert "[Evidence N]" in body["messages"][0]["content"]
+
+    assert [c.citations for c in answer.claims] == [(1, 2), (), (2,)]
+    assert answer.claims[1].invalid_citations == (9,)
+    assert "[Evidence 9]" not in answer.text and answer.citations == (1, 2)
+    assert answer.claims[2].text == "The lungs are otherwise clear. [Evidence 2]"
+    assert answer.reasoning[0].startswith("[Evidence 1] and")
+    assert "not in the pack: [Evidence 9]" in answer.reasoning[-1]
+    assert answer.generator == "openai:tiny-model"
+
+
+def test_no_key_no_authorization_header(server, monkeypatch) -> None:
+    monkeypatch.delenv("KIRA_TEST_KEY", raising=False)
+    OpenAICompatibleGenerator(server.url + "/v1/", "m", api_key_env="KIRA_TEST_KEY").generate("q", _pack())
+    assert "Authorization" not in server.requests[0]["headers"]
+    assert server.requests[0]["path"] == "/v1/chat/completions"
+
+
+def test_http_errors_are_clear(server) -> None:
+    server.status, server.body = 503, b'{"error": "model is loading"}'
+    with pytest.raises(GenerationError, match="HTTP 503.*model is loading"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
+    server.status, server.body = 200, b"<html>not json</html>"
+    with pytest.raises(GenerationError, match="not JSON"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
+    server.body = b'{"choices": []}'
+    with pytest.raises(GenerationError, match="choices"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
+
+
+def test_unreachable_server_is_a_clear_error() -> None:
+    with _Server() as s:
+        url = s.url
+    with pytest.raises(GenerationError, match="could not reach"):
+        OpenAICompatibleGenerator(url, "m", timeout=2).generate("q", _pack())
+
+
+def test_empty_pack_does_not_call_the_server(server) -> None:
+    answer = OpenAICompatibleGenerator(server.url, "m").generate("q", EvidencePack("q"))
+    assert answer.claims == () and server.requests == []
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="http"):
+        OpenAICompatibleGenerator("127.0.0.1:8000", "m")
+    with pytest.raises(ValueError, match="model"):
+        OpenAICompatibleGenerator("http://x", "")
+    assert chat_completions_url("http://h:1/v1/chat/completions") == "http://h:1/v1/chat/completions"
+
+
+def test_reply_without_headings_is_all_answer() -> None:
+    answer = parse_reply("A lake [Evidence 1]. A forest [Evidence 3-4].", _pack(), generator="x")
+    assert answer.reasoning == ("Removed citations to evidence that is not in the pack: [Evidence 3], [Evidence 4].",)
+    assert answer.text == "A lake [Evidence 1]. A forest."
+    assert answer.claims[1].invalid_citations == (3, 4)
+
+
+def test_language_model_generator_prompts_with_the_pack_and_parses_the_completion() -> None:
+    class FakeLM:
+        prompt = ""
+
+        def complete(self, prompt: str, *, max_new_tokens: int = 128) -> str:
+            FakeLM.prompt = prompt
+            return " both items say pneumonia.\nAnswer: Pneumonia in the right lower lobe [Evidence 1]."
+
+    answer = LanguageModelGenerator(FakeLM()).generate("q", _pack())
+    assert FakeLM.prompt.endswith("Reasoning:") and "[Evidence 2] (doc=xr2" in FakeLM.prompt
+    assert answer.reasoning == ("both items say pneumonia.",)
+    assert answer.citations == (1,)
