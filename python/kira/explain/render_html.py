@@ -88,8 +88,9 @@ def _evidence_block(item: EvidenceItem, css_class: str = "") -> str:
         f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in (item.provenance or {}).items() if k != "image_size"
     )
     box = f" &middot; box {_e(item.box)}" if item.box is not None else ""
+    tag = f"[Evidence {item.number}]" if item.number else "[not numbered]"
     return (
-        f'<div class="box ev {css_class}">{thumb}<div><b>[Evidence {item.number}]</b> '
+        f'<div class="box ev {css_class}">{thumb}<div><b>{tag}</b> '
         f"{_e(item.doc_id)} &middot; {_e(item.level)} &middot; score {item.score:.3f}{box} {tags}"
         f"<div>{_e(item.summary) or '<i>(no description)</i>'}</div>"
         f'<table class="muted">{prov}</table></div></div>'

@@ -30,7 +30,7 @@ _EVIDENCE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["number", "chunk_id", "doc_id", "level", "score", "paths", "summary", "provenance", "box"],
     "properties": {
-        "number": {"type": "integer", "minimum": 1, "description": "cited as [Evidence N]"},
+        "number": {"type": "integer", "minimum": 0, "description": "cited as [Evidence N]; 0 = never numbered (dropped)"},
         "chunk_id": {"type": "integer"},
         "doc_id": {"type": "string"},
         "level": {"enum": ["document", "region", "patch", "passage"]},

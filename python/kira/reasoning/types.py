@@ -85,11 +85,15 @@ class EvidenceItem:
             object.__setattr__(self, "thumbnail", thumb)
 
     def render(self) -> str:
-        """The block a generator reads: ``[Evidence N] (doc=..., level=..., score=..., paths=...) summary``."""
+        """The block a generator reads: ``[Evidence N] (doc=..., level=..., score=..., paths=...) summary``.
+
+        An unnumbered item (number 0) starts with ``[not numbered]``.
+        """
         paths = "+".join(self.paths) if self.paths else "-"
         summary = " ".join(self.summary.split()) or "(no description)"
+        tag = f"[Evidence {self.number}]" if self.number else "[not numbered]"
         return (
-            f"[Evidence {self.number}] (doc={self.doc_id}, level={self.level}, "
+            f"{tag} (doc={self.doc_id}, level={self.level}, "
             f"score={self.score:.3f}, paths={paths}) {summary}"
         )
 
