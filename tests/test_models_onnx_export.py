@@ -387,3 +387,51 @@ def test_query_path_does_not_import_torch(clip_export, dino_export):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# -- the CLI hook and load() ----------------------------------------------------------------------
+
+def test_models_cli_export_and_inspect(dino_ckpt, tmp_path, capsys):
+    import argparse
+
+    from kira.models.cli import add_models_subcommands
+
+    parser = argparse.ArgumentParser(prog="kira")
+    add_models_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["models", "export", "dino", str(dino_ckpt), str(tmp_path / "dino"), "--dtype", "fp16"])
+    assert args.func(args) == 0
+    manifest = Path(capsys.readouterr().out.strip())
+    assert manifest == tmp_path / "dino" / "kira-model.json" and load_manifest(manifest).dtype == "fp16"
+    args = parser.parse_args(["models", "inspect", str(tmp_path)])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "dino" in out and "checksums ok" in out and "grid_h=4" in out
+    args = parser.parse_args(["models", "export", "clip", str(tmp_path / "nope"), str(tmp_path / "x")])
+    assert args.func(args) == 1
+    assert "not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["models", "export", "resnet", "a", "b"])
+
+
+def test_load_builds_a_stack_from_exports(clip_export, dino_export, blip2_export, tmp_path):
+    import shutil
+
+    stack_mod = pytest.importorskip("kira.models.stack")
+    from kira.models.load import load
+
+    root = tmp_path / "models"
+    for name, manifest in (("clip", clip_export), ("dino", dino_export), ("blip2", blip2_export)):
+        shutil.copytree(Path(manifest).parent, root / name)
+    stack = load(root, prefer_cuda=False)
+    assert isinstance(stack, stack_mod.ModelStack)
+    assert isinstance(stack.image, OnnxClipImageEncoder) and isinstance(stack.image_text, OnnxClipTextEncoder)
+    assert isinstance(stack.regions, OnnxDinoRegionProposer) and isinstance(stack.captioner, OnnxBlip2Captioner)
+    assert stack.providers["image"] == "CPUExecutionProvider" and stack.providers["regions"] == "CPUExecutionProvider"
+    notes = " ".join(stack.notes)
+    assert "reranker" in notes and "sentence" in notes and "CLIP" not in notes
+    default = stack_mod.load_default()
+    assert type(stack.text) is type(default.text)  # not exported: the default's sentence encoder
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="kira-model.json"):
+        load(empty)

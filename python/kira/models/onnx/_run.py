@@ -60,9 +60,9 @@ def run_chunked(fn: Callable[[slice], np.ndarray], n: int, batch_size: int) -> t
         try:
             parts.append(fn(slice(start, stop)))
         except Exception as exc:  # onnxruntime raises its own RuntimeException types
-            if not _is_oom(exc) or batch_size == 1:
+            if not _is_oom(exc) or stop - start == 1:
                 raise
-            batch_size = max(1, batch_size // 2)
+            batch_size = max(1, (stop - start) // 2)
             logger.warning("out of memory; retrying with batch size %d", batch_size)
             continue
         start = stop
