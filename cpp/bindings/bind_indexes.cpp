@@ -15,6 +15,7 @@
 #include "bindings.hpp"
 #include "kira/dispatch.hpp"
 #include "kira/flat_index.hpp"
+#include "kira/hnsw_index.hpp"
 #include "kira/index_file.hpp"
 
 namespace py = pybind11;
@@ -260,6 +261,73 @@ void bind_indexes(py::module_& m) {
   flat.def("__repr__", [](const FlatIndex& i) {
     return "FlatIndex(dim=" + std::to_string(i.dim()) + ", dtype=\"" + dtype_name(i.dtype()) +
            "\", size=" + std::to_string(i.size()) + ")";
+  });
+
+  py::class_<HNSWIndex, CosineIndex, std::shared_ptr<HNSWIndex>> hnsw(
+      m, "HNSWIndex",
+      "Approximate cosine-similarity index over an HNSW graph.\n\n"
+      "HNSWIndex(dim, *, M=16, ef_construction=200, seed=0, dtype=\"f32\"|\"f16\"|\"i8\").\n"
+      "Removal leaves a tombstone that still routes searches but is never returned.\n"
+      "Thread safety: searches and other reads share a lock and run in parallel; add/remove\n"
+      "take it exclusively; ef_search may be set at any time.");
+  hnsw.def(py::init([](py::ssize_t dim, py::ssize_t M, py::ssize_t ef_construction, std::uint64_t seed,
+                       const std::string& dtype) {
+             if (dim <= 0) bad("dim must be a positive integer, got " + std::to_string(dim));
+             if (M < 2 || M > 256) bad("M must be between 2 and 256, got " + std::to_string(M));
+             if (ef_construction < 1) bad("ef_construction must be at least 1, got " + std::to_string(ef_construction));
+             HNSWIndex::Params p;
+             p.M = static_cast<std::size_t>(M);
+             p.ef_construction = static_cast<std::size_t>(ef_construction);
+             p.seed = seed;
+             return std::make_shared<HNSWIndex>(static_cast<std::size_t>(dim), p, parse_dtype(dtype));
+           }),
+           "dim"_a, py::kw_only(), "M"_a = 16, "ef_construction"_a = 200, "seed"_a = 0, "dtype"_a = "f32",
+           "Create an empty graph index.\n\n"
+           "M: links per node on upper layers (2*M on layer 0), 2..256.\n"
+           "ef_construction: candidate list size while inserting (quality vs build time).\n"
+           "seed: seeds the layer assignment; with add(..., threads=1) the graph is deterministic.\n"
+           "dtype: storage encoding \"f32\", \"f16\" or \"i8\".");
+  hnsw.def(
+      "add",
+      [](HNSWIndex& index, const py::object& ids_obj, const py::object& vectors,
+         const std::optional<py::ssize_t>& threads) {
+        const std::size_t t = as_threads(threads);
+        const std::vector<id_t> ids = as_ids(ids_obj, "ids");
+        Rows v = as_rows(vectors, index.dim(), "vectors", false);
+        if (ids.size() != v.n) {
+          bad("ids has " + std::to_string(ids.size()) + " entries but vectors has " + std::to_string(v.n) +
+              " rows; pass one id per row");
+        }
+        py::gil_scoped_release release;
+        index.add(ids.data(), v.data, v.n, t);
+      },
+      "ids"_a, "vectors"_a, py::kw_only(), "threads"_a = py::none(),
+      "Insert vectors under ids.\n\n"
+      "ids: int64 (n,) (any integer array or sequence of ints), non-negative, unique; a removed\n"
+      "id may be added again.\n"
+      "vectors: float32 C-contiguous (n, dim); each row is normalised to unit length.\n"
+      "threads: insertion workers (None = all cores; batches under 256 use one). threads=1\n"
+      "gives a deterministic graph for the seed.\n"
+      "Raises ValueError, leaving the index unchanged, for an id already present or repeated\n"
+      "in ids, float64 or non-contiguous vectors (convert with np.asarray(v, dtype=np.float32)),\n"
+      "a wrong shape, NaN/inf or all-zero rows.\n"
+      "Thread safety: exclusive; waits for running searches. GIL released.");
+  hnsw.def_property(
+      "ef_search", &HNSWIndex::ef_search,
+      [](HNSWIndex& index, py::ssize_t ef) {
+        if (ef < 1) bad("ef_search must be at least 1, got " + std::to_string(ef));
+        index.set_ef_search(static_cast<std::size_t>(ef));
+      },
+      "Candidate list size for search (default 64; a search uses max(ef_search, k)).\n"
+      "Thread safety: atomic; may be set while searches run.");
+  hnsw.def_property_readonly("M", [](const HNSWIndex& i) { return i.params().M; }, "Links per node (construction parameter).");
+  hnsw.def_property_readonly("ef_construction", [](const HNSWIndex& i) { return i.params().ef_construction; },
+                             "Candidate list size used while inserting.");
+  hnsw.def_property_readonly("seed", [](const HNSWIndex& i) { return i.params().seed; }, "Seed of the layer assignment.");
+  bind_common<HNSWIndex>(hnsw, "HNSWIndex");
+  hnsw.def("__repr__", [](const HNSWIndex& i) {
+    return "HNSWIndex(dim=" + std::to_string(i.dim()) + ", M=" + std::to_string(i.params().M) + ", dtype=\"" +
+           dtype_name(i.dtype()) + "\", size=" + std::to_string(i.size()) + ")";
   });
 }
 

@@ -49,6 +49,56 @@ class FlatIndex(CosineIndex):
     def load(path: str | PathLike[str]) -> FlatIndex:
         """ValueError naming the problem for a truncated/corrupted/foreign/wrong-version file."""
 
+class HNSWIndex(CosineIndex):
+    """Approximate cosine index (HNSW graph); removal leaves tombstones never returned.
+    Searches share a lock (parallel); add/remove are exclusive; ef_search is atomic."""
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        M: int = 16,
+        ef_construction: int = 200,
+        seed: int = 0,
+        dtype: Literal["f32", "f16", "i8"] = "f32",
+    ) -> None: ...
+    def add(self, ids: npt.ArrayLike, vectors: npt.NDArray[np.float32], *, threads: int | None = None) -> None:
+        """Insert float32 (n, dim) rows under unique int64 ids; threads=1 is deterministic."""
+    def remove(self, ids: npt.ArrayLike) -> None:
+        """Tombstone ids; ValueError (index unchanged) for an unknown or repeated id."""
+    def search(
+        self,
+        queries: npt.NDArray[np.float32],
+        k: int,
+        *,
+        allow: npt.ArrayLike | None = None,
+        threads: int | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """(ids (m, k), scores (m, k)) best first, padded with -1 / -inf; thread-safe."""
+    ef_search: int
+    @property
+    def M(self) -> int: ...
+    @property
+    def ef_construction(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    def __len__(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def dtype(self) -> Literal["f32", "f16", "i8"]: ...
+    def ids(self) -> npt.NDArray[np.int64]:
+        """Stored (live) ids, ascending."""
+    def contains(self, id: int) -> bool: ...
+    def get_vectors(self, ids: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """Decoded unit vectors (n, dim); ValueError for an unknown id."""
+    def memory_bytes(self) -> int: ...
+    def save(self, path: str | PathLike[str]) -> None:
+        """Atomic write (temp file + fsync + rename)."""
+    @staticmethod
+    def load(path: str | PathLike[str]) -> HNSWIndex:
+        """ValueError naming the problem for a truncated/corrupted/foreign/wrong-version file."""
+
 # ---- retrieval (cpp/bindings/bind_retrieval.cpp) ---------------------------------------
 
 from collections.abc import Sequence  # noqa: E402

@@ -1,0 +1,166 @@
+"""HNSWIndex: recall against FlatIndex on clustered data, determinism, tombstones, filters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kira import _core
+
+
+def clustered(n: int, d: int, *, sample: int, seed: int = 0, intrinsic: int = 10, centers: int = 64) -> np.ndarray:
+    """Seeded clustered vectors of low intrinsic dimension (the faiss SyntheticDataset idea):
+    Gaussian clusters in `intrinsic` dims mapped non-linearly into d dims. `seed` fixes the
+    distribution, `sample` the draw, so base and queries share one distribution."""
+    g = np.random.default_rng(seed)
+    proj = g.standard_normal((intrinsic, d)) / np.sqrt(intrinsic)
+    scale = g.uniform(0.5, 2.0, d)
+    mu = g.standard_normal((centers, intrinsic)) * 2.0
+    s = np.random.default_rng([seed, sample + 1])
+    z = mu[s.integers(0, centers, n)] + s.standard_normal((n, intrinsic))
+    return np.sin((z @ proj) * scale).astype(np.float32)
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean([len(set(a) & set(b)) / truth.shape[1] for a, b in zip(found, truth)]))
+
+
+@pytest.fixture(scope="session")
+def big():
+    """50k x 128 clustered, HNSW (M=16, ef_construction=100) and the exact top-10."""
+    x = clustered(50_000, 128, sample=0)
+    q = clustered(300, 128, sample=1)
+    ids = np.arange(len(x), dtype=np.int64)
+    flat = _core.FlatIndex(128)
+    flat.add(ids, x)
+    truth, _ = flat.search(q, 10)
+    hnsw = _core.HNSWIndex(128, M=16, ef_construction=100, seed=1)
+    hnsw.add(ids, x)
+    return hnsw, q, truth
+
+
+@pytest.fixture(scope="module")
+def medium():
+    x = clustered(8_000, 64, sample=2)
+    q = clustered(100, 64, sample=3)
+    ids = np.arange(len(x), dtype=np.int64) * 3 + 1
+    flat = _core.FlatIndex(64)
+    flat.add(ids, x)
+    return ids, x, q, flat
+
+
+def test_recall_at_ef64_against_flat(big):
+    hnsw, q, truth = big
+    hnsw.ef_search = 64
+    found, scores = hnsw.search(q, 10)
+    assert recall(found, truth) >= 0.95
+    assert np.all(np.diff(scores, axis=1) <= 0)
+    hnsw.ef_search = 8
+    low = recall(hnsw.search(q, 10)[0], truth)
+    hnsw.ef_search = 64
+    assert low < recall(found, truth)  # ef_search really changes the search
+
+
+def test_batch_threads_equal_single_queries(big):
+    hnsw, q, _ = big
+    batch_ids, batch_scores = hnsw.search(q[:50], 10, threads=2)
+    for r in range(50):
+        ids, scores = hnsw.search(q[r], 10, threads=1)
+        np.testing.assert_array_equal(ids[0], batch_ids[r])
+        np.testing.assert_array_equal(scores[0], batch_scores[r])
+
+
+@pytest.mark.parametrize(("dtype", "minimum"), [("f16", 0.97), ("i8", 0.93)])
+def test_quantised_storage_recall(medium, dtype, minimum):
+    ids, x, q, flat = medium
+    truth, truth_scores = flat.search(q, 10)
+    index = _core.HNSWIndex(64, M=16, ef_construction=100, dtype=dtype)
+    index.add(ids, x)
+    index.ef_search = 64
+    found, scores = index.search(q, 10)
+    assert index.dtype == dtype
+    assert recall(found, truth) >= minimum
+    assert np.abs(scores[:, 0] - truth_scores[:, 0]).max() < (2e-3 if dtype == "f16" else 2.5e-2)
+
+
+def test_deterministic_for_a_seed_with_one_thread(medium, tmp_path):
+    ids, x, q, _ = medium
+
+    def build(seed: int) -> _core.HNSWIndex:
+        index = _core.HNSWIndex(64, M=8, ef_construction=40, seed=seed)
+        index.add(ids[:3000], x[:3000], threads=1)
+        return index
+
+    a, b, c = build(7), build(7), build(8)
+    a.save(tmp_path / "a.kira")
+    b.save(tmp_path / "b.kira")
+    c.save(tmp_path / "c.kira")
+    assert (tmp_path / "a.kira").read_bytes() == (tmp_path / "b.kira").read_bytes()
+    assert (tmp_path / "a.kira").read_bytes() != (tmp_path / "c.kira").read_bytes()
+    np.testing.assert_array_equal(a.search(q, 10)[0], b.search(q, 10)[0])
+
+
+def test_removed_ids_never_come_back(medium):
+    ids, x, q, flat = medium
+    index = _core.HNSWIndex(64, M=16, ef_construction=100)
+    index.add(ids, x)
+    truth, _ = flat.search(q, 10)
+    gone = np.unique(truth[:, :5])  # remove the best answers, the ones most likely to resurface
+    index.remove(gone)
+    assert len(index) == len(ids) - len(gone)
+    assert not any(index.contains(int(i)) for i in gone)
+    index.ef_search = 200
+    found, _ = index.search(q, 50)
+    assert not np.isin(found, gone).any()
+    kept = np.setdiff1d(ids, gone)
+    np.testing.assert_array_equal(index.ids(), kept)
+    exact = _core.FlatIndex(64)
+    exact.add(kept, index.get_vectors(kept))
+    assert recall(index.search(q, 10)[0], exact.search(q, 10)[0]) >= 0.95
+    with pytest.raises(ValueError, match="not in the index"):
+        index.remove(gone[:1])
+    with pytest.raises(ValueError, match="not in the index"):
+        index.get_vectors(gone[:1])
+    index.add(gone[:1], x[:1])  # a removed id can be added again, as a new vector
+    assert index.contains(int(gone[0]))
+    np.testing.assert_allclose(index.get_vectors(gone[:1])[0], x[0] / np.linalg.norm(x[0]), atol=1e-6)
+
+
+@pytest.mark.parametrize("fraction", [0.02, 0.6])
+def test_allow_filters_results(medium, fraction):
+    ids, x, q, flat = medium
+    index = _core.HNSWIndex(64, M=16, ef_construction=100)
+    index.add(ids, x)
+    allow = np.random.default_rng(3).choice(ids, int(len(ids) * fraction), replace=False)
+    found, _ = index.search(q, 10, allow=allow)
+    assert np.isin(found[found >= 0], allow).all()
+    truth, _ = flat.search(q, 10, allow=allow)
+    assert recall(found, truth) >= (1.0 if fraction < 0.1 else 0.9)
+
+
+def test_padding_small_index_and_validation():
+    index = _core.HNSWIndex(4, M=4, ef_construction=10)
+    found, scores = index.search(np.ones(4, np.float32), 3)
+    assert (found == -1).all() and np.isneginf(scores).all()
+    index.add([3, 1, 2], np.eye(4, dtype=np.float32)[:3])
+    found, scores = index.search(np.array([1, 0.5, 0.5, 0], np.float32), 5)
+    assert list(found[0]) == [3, 1, 2, -1, -1]
+    assert np.isneginf(scores[0, 3:]).all()
+    with pytest.raises(ValueError, match="already in the index"):
+        index.add([3], np.ones((1, 4), np.float32))
+    with pytest.raises(ValueError, match="appears twice"):
+        index.add([8, 8], np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match="float32"):
+        index.add([9], np.ones((1, 4)))
+    with pytest.raises(ValueError, match="all zeros"):
+        index.add([9, 10], np.array([[1, 0, 0, 0], [0, 0, 0, 0]], np.float32))
+    assert len(index) == 3 and not index.contains(9)
+    with pytest.raises(ValueError, match="ef_search"):
+        index.ef_search = 0
+    with pytest.raises(ValueError, match="k must be"):
+        index.search(np.ones(4, np.float32), 0)
+    with pytest.raises(ValueError, match="M must be"):
+        _core.HNSWIndex(4, M=1)
+    with pytest.raises(ValueError, match="threads"):
+        index.add([11], np.ones((1, 4), np.float32), threads=-2)
+    assert (index.M, index.ef_construction, index.seed, index.dim, index.dtype) == (4, 10, 0, 4, "f32")
