@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kira.reasoning.template_generator import NO_EVIDENCE_TEXT, TemplateGenerator, label_of
+from kira.reasoning.template_generator import NO_EVIDENCE_TEXT, TemplateGenerator, sentences_of, text_of
 from kira.reasoning.types import EvidenceItem, EvidencePack
 
 
@@ -39,24 +39,56 @@ def test_many_patches_of_one_document_do_not_outvote_several_documents() -> None
     assert TemplateGenerator().generate("q", pack).plain_text == "A lake."
 
 
-def test_label_sources_in_order() -> None:
-    assert label_of(EvidenceItem(1, 1, "d", "document", 1.0, (), "summary head; brightness 0.4", {"label": "L"})) == "L"
-    assert label_of(EvidenceItem(1, 1, "d", "document", 1.0, (), "summary head; brightness 0.4")) == "summary head"
-    assert label_of(EvidenceItem(1, 1, "d", "document", 1.0, (), "", {"tags": ["a", "b"]})) == "a, b"
-    assert label_of(EvidenceItem(1, 1, "doc9", "document", 1.0, ())) == "doc9"
+def test_text_sources_in_order() -> None:
+    assert text_of(EvidenceItem(1, 1, "d", "document", 1.0, (), "summary", {"caption": "C"})) == "C"
+    assert text_of(EvidenceItem(1, 1, "d", "document", 1.0, (), "summary head; brightness 0.4")) == "summary head; brightness 0.4"
+    assert text_of(EvidenceItem(1, 1, "d", "document", 1.0, (), "", {"tags": ["a", "b"]})) == "a, b"
+    assert text_of(EvidenceItem(1, 1, "doc9", "document", 1.0, ())) == "doc9"
 
 
-def test_full_detail_adds_attribute_and_alternative_claims_with_their_own_citations() -> None:
-    pack = EvidencePack.from_items(
-        "q",
-        [
-            _item(0, "a", 0.9, "rc low-pass filter", summary="rc low-pass filter; cutoff 1 kHz"),
-            _item(0, "b", 0.2, "555 oscillator"),
-        ],
+def test_sentences_split_heads_and_set_bookkeeping_aside() -> None:
+    got = sentences_of(
+        "PA chest radiograph, patient P001, study 1 (2020-01-13). Findings: patchy consolidation. "
+        "Reported by Dr. Osei. Urban land cover: dense blocks; lungs clear"
     )
-    answer = TemplateGenerator(detail="full").generate("q", pack)
-    assert [c.citations for c in answer.claims] == [(1,), (1,), (2,)]
-    assert "cutoff 1 kHz" in answer.claims[1].text and "555 oscillator" in answer.claims[2].text
+    assert got == [
+        ("PA chest radiograph, patient P001, study 1 (2020-01-13)", True, ""),
+        ("patchy consolidation", False, ""),
+        ("Reported by Dr. Osei", True, ""),
+        ("Urban land cover", False, ""),
+        ("dense blocks", False, "Urban land cover"),
+        ("lungs clear", False, ""),
+    ]
+
+
+def test_answers_with_the_content_the_evidence_agrees_on_not_its_bookkeeping() -> None:
+    captions = [
+        "PA chest radiograph, patient P001, study 1 (2020-01-13). Patchy consolidation in the right lower zone.",
+        "Lateral chest radiograph, patient P001, study 1 (2020-01-13). Reported by Dr. Osei.",
+        "PA chest radiograph, patient P004, study 2 (2021-02-03). Findings: patchy consolidation in the left lower "
+        "zone. Impression: left lower lobe pneumonia.",
+        "PA chest radiograph, patient P009, study 1 (2022-05-06). Clear lungs, normal cardiac silhouette.",
+    ]
+    pack = EvidencePack.from_items("Find chest X-rays showing pneumonia", [
+        _item(0, f"doc{i}", s, c) for i, (c, s) in enumerate(zip(captions, (0.9, 0.8, 0.7, 0.6)))
+    ])
+    answer = TemplateGenerator().generate(pack.question, pack)
+    assert answer.claims[0].text == "Patchy consolidation in the right lower zone [Evidence 1, 3]."
+    assert "P001" not in answer.text and "Osei" not in answer.text
+    assert all(set(c.citations) <= {1, 3} for c in answer.claims)
+    trace = "\n".join(answer.reasoning)
+    assert "bookkeeping" in trace and "[Evidence 2, 4] state(s) none of it" in trace
+
+
+def test_comparison_questions_are_answered_with_the_stated_change() -> None:
+    pack = EvidencePack.from_items("How does revision B differ from revision A?", [
+        _item(0, "a", 0.9, "Schematic C1 rev A: RC low-pass filter, R1 = 10k."),
+        _item(0, "b", 0.8, "Schematic C1 rev B: RC low-pass filter, R1 = 47k. R1 changed from 10k to 47k, which "
+                           "lowers the cutoff frequency."),
+    ])
+    answer = TemplateGenerator().generate(pack.question, pack)
+    assert answer.claims[0].text.startswith("R1 changed from 10k to 47k") and answer.claims[0].citations == (2,)
+    assert answer.claims[1].citations == (1, 2)
 
 
 def test_empty_pack_says_so_and_makes_no_claims() -> None:
@@ -84,7 +116,7 @@ def test_cites_only_numbers_in_the_pack_and_is_deterministic(rows, numbers) -> N
         for i, ((c, s, d), n) in enumerate(zip(rows, numbers))
     ]
     pack = EvidencePack("q", tuple(items))
-    generator = TemplateGenerator(detail="full")
+    generator = TemplateGenerator(max_claims=3)
     answer = generator.generate("q", pack)
     assert set(answer.citations) <= set(pack.numbers)
     assert all(c.citations for c in answer.claims)

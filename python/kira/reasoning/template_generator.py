@@ -1,14 +1,33 @@
-"""The deterministic default generator: a score-weighted vote over the evidence.
+"""The deterministic default generator: the score-weighted consensus of the evidence.
 
-It reads what each evidence item describes (its label), groups the items that describe
-the same thing, weighs each group by retrieval score (one vote per document, at that
-document's best score, so many patches of one image don't outvote several images),
-and answers with the dominant group's description, citing every item in the group.
-Before the answer it writes the reasoning trace: the evidence considered, the groups
-and their weights, what agrees and what conflicts, and why the winner was chosen.
+Evidence descriptions mix content ("patchy consolidation in the right lower zone")
+with bookkeeping ("patient P001, study 1 (2020-01-13)", "Reported by Dr. X"). The
+generator answers with the *content the top evidence agrees on*:
 
-It cites only numbers present in the pack, and with an empty pack it says it found no
-evidence and makes no claims. Output is a pure function of (question, pack).
+1. Each item's text (``provenance["caption"]``, else its summary, else its tags) is
+   split into sentences; "Findings:" / "Impression:" style heads are cut off, and a
+   head before a colon becomes its own sentence ("Urban land cover: ...") or, when it
+   holds an identifier ("Schematic C001 rev A: ..."), bookkeeping. Sentences where
+   >= 20% of the content tokens are identifiers (p001, t003, 2020: letters-then-digits
+   or plain integers, not values with units like 10k or 0.65) and attributions
+   ("Reported by Dr. X") are set aside as bookkeeping.
+2. Each remaining sentence gets a support: the share of the score-weighted evidence that
+   states it too (a sentence of that item with stem Jaccard >= 0.65), one vote per
+   document at its best score, so many patches of one image don't outvote several
+   images; plus half the share of the question's content words it contains; plus 1 when
+   the question asks for a comparison ("changed", "differ", "compare") and the sentence
+   reports a change ("changed from", "increased", "new", ...).
+3. Near-duplicate sentences form one candidate; the best-supported is the first claim,
+   and others follow while their support is >= `min_support_ratio` of the best (at
+   most `max_claims`) if some document that states the first also states them (they
+   complement it: findings and impression of one report, not a rival reading). Every
+   claim cites the items that state it (best first).
+
+Before the answer it writes the reasoning trace: the evidence considered, what was set
+aside as metadata, each candidate's support and sources, what agrees and which
+evidence states none of the chosen content (conflict). It cites only numbers present
+in the pack; with an empty pack it says it found no evidence and makes no claims.
+Output is a pure function of (question, pack).
 """
 
 from __future__ import annotations
@@ -16,53 +35,109 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from kira.reasoning.citations import format_citation
+from kira.reasoning.text_tokens import content_tokens, stem
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
 
 NO_EVIDENCE_TEXT = "I found no evidence in the knowledge base that answers this question."
 
+QUESTION_WORDS = frozenset(
+    "find show list which what whats describe identify classify tell give kind type does do is are there any "
+    "please most likely images image tiles tile fields field schematics schematic radiographs radiograph "
+    "photos photo pictures picture".split()
+)
+"""Words of a question that say how to ask rather than what about (ignored for question relevance)."""
 
-@dataclass(frozen=True)
-class _Group:
-    key: str  # normalised label
-    label: str  # the label as first written
-    items: tuple[EvidenceItem, ...]
-    weight: float  # sum over documents of the document's best item weight
+CHANGE_QUESTION_STEMS = frozenset({"chang", "differ", "compar", "between", "evolv", "progress"})
+"""Stems that make a question a comparison ("how has it changed?", "how does B differ from A?")."""
+CHANGE_STATEMENT_STEMS = frozenset(
+    {"chang", "increas", "decreas", "lower", "rais", "grew", "grown", "new", "built", "remov", "replac",
+     "wors", "improv", "resolv", "progress", "unchang", "stabl", "open", "harvest", "shrank", "expand"}
+)
+"""Stems of statements that report a change; preferred answers to comparison questions."""
+
+_ATTRIBUTION = re.compile(
+    r"^(?:reported|drawn|signed|dictated|read|prepared|acquired|scanned|captured|taken|photographed|uploaded)\b.*\bby\b",
+    re.I,
+)
+_ABBREVIATION = re.compile(r"(?:\b[A-Z]|\b(?:Dr|Mr|Mrs|Ms|Prof|St|vs|approx|e\.g|i\.e|Fig|No))\.$")
+_HEAD = re.compile(r"^(?:findings?|impressions?|diagnosis|conclusion|summary|description|caption|note)\s*:\s*", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+METADATA_ID_SHARE = 0.2  # sentences with at least this share of identifier tokens are bookkeeping
+SAME_SENTENCE_JACCARD = 0.65  # stem-set Jaccard at or above which two sentences state the same thing
 
 
-def label_of(item: EvidenceItem) -> str:
-    """What an evidence item describes, for voting.
-
-    The first non-empty of ``provenance["label"]``, ``provenance["caption"]``, the
-    item's ``summary`` (up to its first ";" or line break, where the default describer's
-    measurable attributes begin), ``provenance["tags"]`` joined by ", ", else its doc id.
-    """
+def text_of(item: EvidenceItem) -> str:
+    """The text the generator reads for an item: its caption, else its summary, else its tags, else its doc id."""
     prov = item.provenance or {}
-    for key in ("label", "caption"):
+    for key in ("caption", "label"):
         value = prov.get(key)
         if isinstance(value, str) and value.strip():
-            return _tidy(value)
-    summary = item.summary.strip()
-    if summary:
-        head = re.split(r"[;\n]", summary, maxsplit=1)[0]
-        if head.strip(" .,:"):
-            return _tidy(head)
+            return value.strip()
+    if item.summary.strip():
+        return item.summary.strip()
     tags = prov.get("tags")
     if isinstance(tags, (list, tuple)) and any(str(t).strip() for t in tags):
         return ", ".join(str(t).strip() for t in tags if str(t).strip())
     return item.doc_id
 
 
-def _tidy(text: str) -> str:
-    return " ".join(text.split()).strip(" .;:,")
+_IDENTIFIER = re.compile(r"^[a-z]{0,2}\d+$")  # p001, t003, 2020, 13 -- not values with units (10k, 0.65, 40x)
 
 
-def _key(label: str) -> str:
-    return re.sub(r"[^a-z0-9 ]+", "", label.lower()).strip()
+def _is_metadata(tokens: list[str]) -> bool:
+    return not tokens or sum(bool(_IDENTIFIER.match(t)) for t in tokens) / len(tokens) >= METADATA_ID_SHARE
+
+
+def _split(text: str) -> list[str]:
+    pieces: list[str] = []
+    for piece in _SENTENCE.split(text):
+        if pieces and _ABBREVIATION.search(pieces[-1]):
+            pieces[-1] = f"{pieces[-1]} {piece}"  # "Dr. Osei", "A. Park": not a sentence end
+        else:
+            pieces.append(piece)
+    return pieces
+
+
+def sentences_of(text: str) -> list[tuple[str, bool, str]]:
+    """`text` split into (sentence, is_metadata, context) triples, trailing punctuation removed.
+
+    ``context`` is the head a sentence was split from ("Change since the previous
+    acquisition: <sentence>"), used with the sentence for question relevance; "" for
+    heads themselves and sentences without one. Metadata: mostly
+    identifiers, or an attribution ("Reported by Dr. X", "drawn by ...").
+    """
+    out: list[tuple[str, bool, str]] = []
+    for raw in _split(text):
+        sentence = raw.strip().rstrip(".;!? ")
+        context = ""
+        sentence = _HEAD.sub("", sentence)
+        if ":" in sentence:
+            head, rest = sentence.split(":", 1)
+            if rest.strip():
+                # "Schematic C001 rev A: ..." -> bookkeeping head; "Urban land cover: ..." -> its own statement
+                head_tokens = content_tokens(head)
+                head_meta = not head_tokens or any(_IDENTIFIER.match(t) for t in head_tokens)
+                out.append((head.strip(), head_meta, ""))  # a head has no context beyond itself
+                sentence = _HEAD.sub("", rest.strip())
+                context = head.strip()
+        sentence = sentence.strip(" ,")
+        if sentence:
+            meta = _is_metadata(content_tokens(sentence)) or bool(_ATTRIBUTION.match(sentence))
+            out.append((sentence, meta, context))
+    return out
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem(t) for t in content_tokens(text))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
 
 
 def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
@@ -72,59 +147,95 @@ def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
     return {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
 
 
-def _groups(items: tuple[EvidenceItem, ...]) -> list[_Group]:
-    weights = _weights(items)
-    members: dict[str, list[EvidenceItem]] = {}
-    labels: dict[str, str] = {}
-    for item in items:
-        label = label_of(item)
-        key = _key(label) or label
-        members.setdefault(key, []).append(item)
-        labels.setdefault(key, label)
-    groups = []
-    for key, group_items in members.items():
-        best_per_doc: dict[str, float] = {}
-        for item in group_items:
-            best_per_doc[item.doc_id] = max(best_per_doc.get(item.doc_id, 0.0), weights[item.number])
-        groups.append(_Group(key, labels[key], tuple(group_items), sum(best_per_doc.values())))
-    # Heaviest first; ties go to the group whose best item comes first in the pack.
-    groups.sort(key=lambda g: (-g.weight, min(i.number for i in g.items)))
-    return groups
+@dataclass
+class _Candidate:
+    text: str  # as first written by the best-weighted item stating it
+    stems: frozenset[str]
+    sources: list[EvidenceItem]  # items that state it, best first
+    context: frozenset[str] = frozenset()  # stems of the sentence and its head, for relevance
+    support: float = 0.0  # score-weighted share of documents stating it
+    relevance: float = 0.0  # share of the question's content stems it (or its head) contains
+    reports_change: bool = False  # a comparison question and a statement of change
+
+    @property
+    def score(self) -> float:
+        return self.support + 0.5 * self.relevance + (1.0 if self.reports_change else 0.0)
 
 
-def _sentence(label: str, citation: str) -> str:
-    text = label[:1].upper() + label[1:]
+def _sentence(text: str, citation: str) -> str:
+    text = text[:1].upper() + text[1:]
     return f"{text} {citation}." if citation else f"{text}."
 
 
-def _numbers(items: tuple[EvidenceItem, ...]) -> tuple[int, ...]:
+def _numbers(items: list[EvidenceItem] | tuple[EvidenceItem, ...]) -> tuple[int, ...]:
     return tuple(sorted(item.number for item in items))
 
 
 class TemplateGenerator:
-    """Deterministic `Generator`: score-weighted vote over evidence labels, with a reasoning trace.
+    """Deterministic `Generator`: the score-weighted consensus of the evidence (module docstring).
 
     Parameters
     ----------
-    detail: "brief" (default) answers with one claim, the dominant description; "full"
-        adds a claim per distinct supporting summary (attributes the label leaves out)
-        and one per conflicting group, each citing its own evidence.
-    max_citations: at most this many evidence numbers on the main claim (the group's
-        highest-scoring items).
+    max_claims: at most this many sentences in the answer.
+    min_support_ratio: a further sentence is added only while its score is at least this
+        share of the best sentence's.
+    max_citations: at most this many evidence numbers per claim (its best-scored sources).
     """
 
     name = "template"
 
-    def __init__(self, *, detail: Literal["brief", "full"] = "brief", max_citations: int = 5) -> None:
-        if detail not in ("brief", "full"):
-            raise ValueError(f"detail must be 'brief' or 'full'; got {detail!r}")
-        if max_citations < 1:
-            raise ValueError(f"max_citations must be >= 1; got {max_citations}")
-        self.detail = detail
+    def __init__(self, *, max_claims: int = 2, min_support_ratio: float = 0.6, max_citations: int = 5) -> None:
+        if max_claims < 1 or max_citations < 1:
+            raise ValueError(f"max_claims and max_citations must be >= 1; got {max_claims}, {max_citations}")
+        if not 0.0 <= min_support_ratio <= 1.0:
+            raise ValueError(f"min_support_ratio must be in [0, 1]; got {min_support_ratio}")
+        self.max_claims = max_claims
+        self.min_support_ratio = min_support_ratio
         self.max_citations = max_citations
 
+    def _candidates(self, question: str, items: tuple[EvidenceItem, ...]) -> tuple[list[_Candidate], list[str]]:
+        weights = _weights(items)
+        order = sorted(items, key=lambda i: (-weights[i.number], i.number))
+        candidates: list[_Candidate] = []
+        metadata: list[str] = []
+        per_item: dict[int, list[frozenset[str]]] = {}
+        for item in order:
+            for sentence, is_meta, context in sentences_of(text_of(item)):
+                if is_meta:
+                    metadata.append(f"'{sentence}' ([Evidence {item.number}])")
+                    continue
+                stems = _stems(sentence)
+                if not stems:
+                    continue
+                per_item.setdefault(item.number, []).append(stems)
+                match = next((c for c in candidates if _jaccard(c.stems, stems) >= SAME_SENTENCE_JACCARD), None)
+                if match is None:
+                    candidates.append(_Candidate(sentence, stems, [item], context=stems | _stems(context)))
+                elif item not in match.sources:
+                    match.sources.append(item)
+        total = 0.0
+        best_per_doc: dict[str, float] = {}
+        for item in items:
+            best_per_doc[item.doc_id] = max(best_per_doc.get(item.doc_id, 0.0), weights[item.number])
+        total = sum(best_per_doc.values()) or 1.0
+        q_stems = frozenset(stem(t) for t in content_tokens(question) if t not in QUESTION_WORDS)
+        comparison = bool(q_stems & CHANGE_QUESTION_STEMS)
+        for cand in candidates:
+            docs: dict[str, float] = {}
+            for item in items:
+                if any(_jaccard(cand.stems, s) >= SAME_SENTENCE_JACCARD for s in per_item.get(item.number, [])):
+                    docs[item.doc_id] = max(docs.get(item.doc_id, 0.0), weights[item.number])
+                    if item not in cand.sources:
+                        cand.sources.append(item)
+            cand.sources.sort(key=lambda i: (-weights[i.number], i.number))
+            cand.support = sum(docs.values()) / total
+            cand.relevance = len(q_stems & cand.context) / len(q_stems) if q_stems else 0.0
+            cand.reports_change = comparison and bool(cand.stems & CHANGE_STATEMENT_STEMS)
+        candidates.sort(key=lambda c: (-c.score, min(i.number for i in c.sources)))
+        return candidates, metadata
+
     def generate(self, question: str, pack: EvidencePack) -> Answer:
-        """Answer `question` from `pack` (see the class docstring). Cites only `pack`'s numbers."""
+        """Answer `question` from `pack` (see the module docstring). Cites only `pack`'s numbers."""
         question = (question or pack.question or "").strip()
         trace: list[str] = [f"Question: {question}" if question else "Question: (image query, no text)"]
         if pack.dropped:
@@ -145,53 +256,60 @@ class TemplateGenerator:
             )
             + "."
         )
-        groups = _groups(pack.items)
-        total = sum(g.weight for g in groups) or 1.0
+        candidates, metadata = self._candidates(question, pack.items)
+        if metadata:
+            trace.append("Set aside as bookkeeping (identifiers, dates, sizes): " + "; ".join(metadata[:6]) + ".")
+        if not candidates:
+            # Only metadata: fall back to the best item's text as written.
+            best = max(pack.items, key=lambda i: (i.score, -i.number))
+            candidates = [_Candidate(text_of(best).rstrip("."), _stems(text_of(best)), [best], 1.0)]
         trace.append(
-            "Grouped by what they describe: "
+            "What the evidence states, by score-weighted support: "
             + "; ".join(
-                f"'{g.label}' from {format_citation(_numbers(g.items))} "
-                f"({len({i.doc_id for i in g.items})} document(s), {g.weight / total:.0%} of the score-weighted support)"
-                for g in groups
+                f"'{c.text}' from {format_citation(_numbers(c.sources))} (support {c.support:.0%}"
+                + (f", matches {c.relevance:.0%} of the question's terms" if c.relevance else "")
+                + (", states a change the question asks about" if c.reports_change else "")
+                + ")"
+                for c in candidates[:6]
             )
             + "."
         )
-        top = groups[0]
-        if len(top.items) > 1:
-            trace.append(f"Agreement: {format_citation(_numbers(top.items))} all describe '{top.label}'.")
-        if len(groups) > 1:
+        top = candidates[0]
+        chosen = [top]
+        top_docs = {i.doc_id for i in top.sources}
+        for cand in candidates[1:]:
+            if len(chosen) >= self.max_claims or cand.score < self.min_support_ratio * top.score:
+                break
+            if top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
+                chosen.append(cand)
+        agreeing = sorted({i.number for c in chosen for i in c.sources})
+        if len(agreeing) > 1:
+            trace.append(f"Agreement: {format_citation(agreeing)} state the chosen content.")
+        silent = [i for i in pack.items if i.number not in agreeing]
+        if silent:
             trace.append(
-                "Conflict: "
-                + "; ".join(f"{format_citation(_numbers(g.items))} describe(s) '{g.label}' instead" for g in groups[1:])
-                + "."
+                f"Conflict or silence: {format_citation(_numbers(silent))} state(s) none of it"
+                + (f" (e.g. '{candidates[len(chosen)].text}')" if len(candidates) > len(chosen) else "")
+                + "; outweighed."
             )
-            margin = (top.weight - groups[1].weight) / total
-            trace.append(
-                f"Chose '{top.label}': it carries {top.weight / total:.0%} of the support, "
-                f"{margin:.0%} more than the runner-up."
-            )
-        else:
-            trace.append(f"Chose '{top.label}': all evidence agrees.")
-
-        best = sorted(top.items, key=lambda i: (-i.score, i.number))[: self.max_citations]
-        claims = [Claim(text=_sentence(top.label, format_citation(_numbers(tuple(best)))), citations=_numbers(tuple(best)))]
-        if self.detail == "full":
-            seen = {_key(top.label)}
-            for item in top.items:
-                summary = _tidy(item.summary)
-                if summary and _key(summary) not in seen:
-                    seen.add(_key(summary))
-                    cite = format_citation((item.number,))
-                    claims.append(Claim(text=_sentence(summary, cite), citations=(item.number,)))
-            for group in groups[1:]:
-                nums = _numbers(group.items)[: self.max_citations]
-                claims.append(
-                    Claim(text=_sentence(f"alternatively, {group.label}", format_citation(nums)), citations=nums)
-                )
-        trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence it restates.")
+        trace.append(
+            f"Chose {len(chosen)} statement(s) with the most support"
+            + (f"; the next had {candidates[len(chosen)].score / top.score:.0%} of the best score" if len(candidates) > len(chosen) else "")
+            + "."
+        )
+        claims = []
+        for cand in chosen:
+            cited = _numbers(cand.sources[: self.max_citations])
+            claims.append(Claim(text=_sentence(cand.text, format_citation(cited)), citations=cited))
+        trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence that states it.")
         text = " ".join(claim.text for claim in claims)
         return Answer(text=text, reasoning=tuple(trace), claims=tuple(claims), generator=self.name)
 
     def describe(self) -> dict[str, Any]:
         """Settings for the rationale card's config summary."""
-        return {"generator": self.name, "detail": self.detail, "max_citations": self.max_citations}
+        return {
+            "generator": self.name,
+            "max_claims": self.max_claims,
+            "min_support_ratio": self.min_support_ratio,
+            "max_citations": self.max_citations,
+        }
