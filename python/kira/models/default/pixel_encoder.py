@@ -1,0 +1,317 @@
+"""The default image encoder: classical CBIR descriptors, deterministic, no model files.
+
+Why these four blocks (each is a well-tested CBIR feature, and each covers a failure of
+the others):
+
+- **colour**: an HSV histogram with an achromatic axis. Chromatic pixels (saturation and
+  value high enough for hue to mean something) fall into hue x saturation x value bins;
+  the others into grey-level bins, so greyscale domains (radiology, schematics, digits)
+  still get an 8-level intensity histogram instead of hue noise. Pyramid 1x1 + 2x2:
+  the global histogram is invariant to flips and crops; the quadrants add layout.
+- **texture**: rotation-invariant uniform local binary patterns (LBP riu2, P = 8) at
+  radius 1 and 2. LBP is invariant to monotonic brightness changes, which is what a
+  different exposure or scanner gain does, and riu2 is invariant to flips. Pyramid
+  1x1 + 2x2.
+- **gradient**: unsigned gradient-orientation histograms (HOG-like, 9 bins, magnitude
+  weighted, soft-assigned between neighbouring bins) on a 1x1 + 2x2 + 4x4 pyramid:
+  shape and structure, which is what separates a digit "1" from a "7" or one
+  schematic symbol from another. Cells are normalised by the image's mean gradient
+  energy, not per cell, so a flat cell stays flat and global contrast cancels.
+- **layout**: an 8 x 8 zero-mean thumbnail of luminance (the MPEG-7 colour-layout
+  idea), which keeps the coarse spatial arrangement the histograms throw away.
+
+Histograms get the Hellinger (square-root) map, each pyramid level is scaled to unit
+length, each block is L2-normalised and weighted, and the concatenation is
+L2-normalised, so cosine similarity between two vectors is a weighted sum of
+per-block similarities.
+
+Images are first resized with Pillow (antialiased bilinear) to a fixed working size
+(64 x 64 by default); all feature extraction is then batched numpy over the whole
+batch at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from kira.images import ImageLike, load_image
+
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class PixelEncoderConfig:
+    """Everything that fixes the descriptor; two encoders with equal configs agree bit for bit."""
+
+    name: str = "kira-pixel-cbir-v1"  # identity, stored with a knowledge base
+    size: int = 64  # working size: every image is resized to size x size first
+    hue_bins: int = 8  # chromatic pixels: hue x saturation x value bins
+    saturation_bins: int = 2
+    value_bins: int = 3
+    grey_bins: int = 8  # achromatic pixels: value bins
+    min_saturation: float = 0.2  # below this (or below min_value) a pixel counts as grey
+    min_value: float = 0.12
+    lbp_radii: tuple[int, ...] = (1, 2)  # LBP riu2, 8 neighbours on the square of this radius
+    orientation_bins: int = 9  # unsigned gradient orientations over [0, pi)
+    colour_levels: tuple[int, ...] = (1, 2)  # spatial pyramid: cells per side at each level
+    texture_levels: tuple[int, ...] = (1, 2)
+    gradient_levels: tuple[int, ...] = (1, 2, 4)
+    layout_grid: int = 8  # layout block: layout_grid x layout_grid luminance thumbnail
+    mirror_weight: float = 0.35  # weight of the left-right antisymmetric part (1 = no flip tolerance)
+    colour_weight: float = 0.8  # block weights in the final concatenation
+    texture_weight: float = 0.8
+    gradient_weight: float = 1.0
+    layout_weight: float = 0.7
+
+
+class PixelEncoder:
+    """Deterministic CBIR image encoder (an ImageEncoder): images -> float32 (n, dim) unit rows.
+
+    Thread safety: stateless after construction; `encode` may run in several threads.
+    """
+
+    def __init__(self, config: PixelEncoderConfig | None = None) -> None:
+        self.config = cfg = config or PixelEncoderConfig()
+        if cfg.size < 16 or cfg.size % max(cfg.gradient_levels + cfg.colour_levels + cfg.texture_levels) != 0:
+            raise ValueError(f"size {cfg.size} must be >= 16 and divisible by every pyramid level")
+        if cfg.size % cfg.layout_grid != 0:
+            raise ValueError(f"size {cfg.size} must be divisible by layout_grid {cfg.layout_grid}")
+        self.colour_bins = cfg.hue_bins * cfg.saturation_bins * cfg.value_bins + cfg.grey_bins
+        self.blocks = {
+            "colour": self.colour_bins * _cells(cfg.colour_levels),
+            "texture": 10 * len(cfg.lbp_radii) * _cells(cfg.texture_levels),
+            "gradient": cfg.orientation_bins * _cells(cfg.gradient_levels),
+            "layout": cfg.layout_grid**2,
+        }
+        self.dim = sum(self.blocks.values())
+
+    # -- input -----------------------------------------------------------------
+    def prepare(self, images: Sequence[ImageLike] | np.ndarray) -> np.ndarray:
+        """Load and resize a batch: uint8 (n, size, size, 3).
+
+        Raises ValueError for a single image passed where a batch is expected, and
+        kira.images.ImageError for unusable items.
+        """
+        from PIL import Image
+
+        if isinstance(images, np.ndarray):
+            if images.ndim == 3 and images.shape[-1] in (3, 4) and images.shape[0] > 4:
+                raise ValueError(
+                    f"got one array of shape {images.shape}, which looks like a single image; "
+                    "pass a list of images or a batch of shape (n, h, w, 3)"
+                )
+            if images.ndim not in (3, 4):
+                raise ValueError(f"a batch array must be (n, h, w) or (n, h, w, 3), got shape {images.shape}")
+        elif isinstance(images, (str, bytes)) or not hasattr(images, "__len__"):
+            raise ValueError("encode takes a sequence of images (paths, PIL images or arrays); wrap one in a list")
+        s = self.config.size
+        out = np.empty((len(images), s, s, 3), dtype=np.uint8)
+        for i, item in enumerate(images):
+            pixels = load_image(item)
+            if pixels.shape[0] != s or pixels.shape[1] != s:
+                # reducing_gap: integer box reduction first, then antialiased bilinear (Pillow docs)
+                pixels = np.asarray(Image.fromarray(pixels).resize((s, s), Image.BILINEAR, reducing_gap=2.0))
+            out[i] = pixels
+        return out
+
+    # -- encoding ----------------------------------------------------------------
+    def encode(self, images: Sequence[ImageLike] | np.ndarray) -> np.ndarray:
+        """Encode a batch of images (paths, PIL images, uint8/float arrays).
+
+        Returns float32 (n, dim) with unit rows; (0, dim) for an empty batch.
+        Raises ValueError / kira.images.ImageError for bad input.
+        """
+        rgb = self.prepare(images)
+        if rgb.shape[0] == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.encode_prepared(rgb)
+
+    def encode_prepared(self, rgb: np.ndarray) -> np.ndarray:
+        """Encode uint8 (n, size, size, 3) pixels (the output of `prepare`)."""
+        cfg = self.config
+        if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[1:] != (cfg.size, cfg.size, 3):
+            raise ValueError(f"expected uint8 (n, {cfg.size}, {cfg.size}, 3) from prepare(), got {rgb.dtype} {rgb.shape}")
+        grey = rgb.astype(np.float32) @ (_LUMA / np.float32(255.0))  # (n, s, s) in [0, 1]
+        blocks = [
+            (self._colour(rgb), cfg.colour_weight),
+            (self._texture(grey), cfg.texture_weight),
+            (self._gradient(grey), cfg.gradient_weight),
+            (self._layout(grey), cfg.layout_weight),
+        ]
+        parts = [_l2(b) * np.float32(w) for b, w in blocks]
+        return _l2(np.concatenate(parts, axis=1))
+
+    def _colour(self, rgb: np.ndarray) -> np.ndarray:
+        cfg = self.config
+        # RGB quantised to 5 bits per channel indexes a precomputed bin table (32^3 entries).
+        q = rgb >> np.uint8(3)
+        idx = (q[..., 0].astype(np.int32) << 10) | (q[..., 1].astype(np.int32) << 5) | q[..., 2]
+        bins = _colour_table(cfg)[idx]
+        return _pyramid_histogram(bins, None, self.colour_bins, cfg.colour_levels, per_cell=True, mirror=cfg.mirror_weight)
+
+    def _layout(self, grey: np.ndarray) -> np.ndarray:
+        g = self.config.layout_grid
+        n, s, _ = grey.shape
+        k = s // g
+        thumb = grey.reshape(n, g, k, g, k).mean(axis=(2, 4))
+        thumb = _mirror_mix(thumb, self.config.mirror_weight, col_axis=2)
+        thumb = thumb.reshape(n, g * g)
+        return thumb - thumb.mean(axis=1, keepdims=True)
+
+    def _texture(self, grey: np.ndarray) -> np.ndarray:
+        cfg = self.config
+        # Quantise so that tiny float noise does not flip comparisons.
+        q = np.rint(grey * 255.0).astype(np.int16)
+        parts = [
+            _pyramid_histogram(_lbp_riu2(q, r), None, 10, cfg.texture_levels, per_cell=True, mirror=cfg.mirror_weight)
+            for r in cfg.lbp_radii
+        ]
+        return np.concatenate(parts, axis=1)
+
+    def _gradient(self, grey: np.ndarray) -> np.ndarray:
+        cfg = self.config
+        gx = np.zeros_like(grey)
+        gy = np.zeros_like(grey)
+        gx[:, :, 1:-1] = grey[:, :, 2:] - grey[:, :, :-2]
+        gy[:, 1:-1, :] = grey[:, 2:, :] - grey[:, :-2, :]
+        mag = np.sqrt(gx * gx + gy * gy)
+        theta = np.arctan2(gy, gx)  # (-pi, pi]
+        pos = np.mod(theta, np.pi) * np.float32(cfg.orientation_bins / np.pi) - 0.5
+        lo = np.floor(pos)
+        frac = (pos - lo).astype(np.float32)
+        nb = cfg.orientation_bins
+        lo_bin = np.mod(lo.astype(np.int32), nb)
+        hi_bin = np.mod(lo_bin + 1, nb)
+        # A left-right flip maps orientation bin k to nb - 1 - k (theta -> pi - theta).
+        kw = dict(per_cell=False, mirror=cfg.mirror_weight, reverse_bins=True)
+        hist = _pyramid_histogram(lo_bin, mag * (1.0 - frac), nb, cfg.gradient_levels, **kw)
+        hist += _pyramid_histogram(hi_bin, mag * frac, nb, cfg.gradient_levels, **kw)
+        # Normalise by the image's mean gradient energy per cell, so flat cells stay small.
+        out = np.empty_like(hist)
+        start = 0
+        for c in cfg.gradient_levels:
+            width = c * c * nb
+            block = hist[:, start : start + width]
+            total = block.sum(axis=1, keepdims=True) / (c * c) + 1e-6
+            out[:, start : start + width] = np.sqrt(block / total) / np.float32(c)
+            start += width
+        return out
+
+
+@functools.lru_cache(maxsize=8)
+def _colour_table(cfg: PixelEncoderConfig) -> np.ndarray:
+    """int32 (32768,): colour bin of each 5-bit-per-channel RGB value (centre of its cube)."""
+    levels = (np.arange(32, dtype=np.float32) * 8 + 4) / 255.0
+    r, g, b = np.meshgrid(levels, levels, levels, indexing="ij")
+    return _hsv_bins(r.ravel(), g.ravel(), b.ravel(), cfg)
+
+
+def _hsv_bins(r: np.ndarray, g: np.ndarray, b: np.ndarray, cfg: PixelEncoderConfig) -> np.ndarray:
+    """Colour bin per pixel: hue x saturation x value for chromatic pixels, else a grey level."""
+    mx = np.maximum(np.maximum(r, g), b)
+    mn = np.minimum(np.minimum(r, g), b)
+    delta = mx - mn
+    sat = delta / np.maximum(mx, 1e-6)
+    safe = np.maximum(delta, 1e-6)
+    # hue in [0, 6): the standard hexcone formula, branch-free
+    hue = np.where(mx == r, (g - b) / safe, np.where(mx == g, (b - r) / safe + 2.0, (r - g) / safe + 4.0))
+    hue = np.mod(hue, 6.0) * np.float32(1.0 / 6.0)
+    h_bin = np.minimum((hue * cfg.hue_bins).astype(np.int32), cfg.hue_bins - 1)
+    s_norm = (sat - cfg.min_saturation) / (1.0 - cfg.min_saturation)
+    s_bin = np.clip((s_norm * cfg.saturation_bins).astype(np.int32), 0, cfg.saturation_bins - 1)
+    v_bin = np.minimum((mx * cfg.value_bins).astype(np.int32), cfg.value_bins - 1)
+    chroma = (h_bin * cfg.saturation_bins + s_bin) * cfg.value_bins + v_bin
+    grey_bin = np.minimum((mx * cfg.grey_bins).astype(np.int32), cfg.grey_bins - 1)
+    is_grey = (sat < cfg.min_saturation) | (mx < cfg.min_value)
+    n_chroma = cfg.hue_bins * cfg.saturation_bins * cfg.value_bins
+    bins = np.where(is_grey, n_chroma + grey_bin, chroma)
+    return bins.astype(np.int32)
+
+
+def _cells(levels: Sequence[int]) -> int:
+    return sum(c * c for c in levels)
+
+
+def _l2(x: np.ndarray) -> np.ndarray:
+    norm = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
+    return (x / np.maximum(norm, 1e-12)).astype(np.float32, copy=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _cell_map(h: int, w: int, cells: int) -> np.ndarray:
+    """int32 (h, w): which of the cells x cells grid cells each pixel falls into."""
+    rows = np.minimum(np.arange(h) * cells // h, cells - 1)
+    cols = np.minimum(np.arange(w) * cells // w, cells - 1)
+    return (rows[:, None] * cells + cols[None, :]).astype(np.int32)
+
+
+def _mirror_mix(x: np.ndarray, weight: float, *, col_axis: int, reverse_bins: bool = False) -> np.ndarray:
+    """((1 + w) x + (1 - w) mirror(x)) / 2: the symmetric part plus w times the antisymmetric part.
+
+    mirror() is the descriptor of the left-right flipped image (columns reversed, and
+    orientation bins reversed when reverse_bins). Since |x| = |mirror(x)|, the two parts
+    are orthogonal and cos(f(image), f(flipped image)) = (|s|^2 - w^2 |d|^2) / (|s|^2 + w^2 |d|^2).
+    """
+    if weight >= 1.0:
+        return x
+    m = np.flip(x, axis=col_axis)
+    if reverse_bins:
+        m = np.flip(m, axis=-1)
+    return np.float32((1.0 + weight) / 2.0) * x + np.float32((1.0 - weight) / 2.0) * m
+
+
+def _pyramid_histogram(
+    bins: np.ndarray,
+    weights: np.ndarray | None,
+    n_bins: int,
+    levels: Sequence[int],
+    *,
+    per_cell: bool,
+    mirror: float = 1.0,
+    reverse_bins: bool = False,
+) -> np.ndarray:
+    """Histograms of `bins` (n, h, w) over a spatial pyramid, float32 (n, sum(c*c) * n_bins).
+
+    The finest level is counted with one bincount; coarser levels are sums of it (every
+    level must divide the finest). per_cell=True turns each cell into a distribution,
+    applies the Hellinger map and scales each level to unit length.
+    """
+    n, h, w = bins.shape
+    finest = max(levels)
+    cell = _cell_map(h, w, finest)
+    flat = (np.arange(n, dtype=np.int64)[:, None, None] * (finest * finest) + cell[None]) * n_bins + bins
+    counts = np.bincount(
+        flat.ravel(),
+        weights=None if weights is None else weights.ravel(),
+        minlength=n * finest * finest * n_bins,
+    ).astype(np.float32)
+    counts = counts.reshape(n, finest, finest, n_bins)
+    out = []
+    for c in levels:
+        f = finest // c
+        hist = counts.reshape(n, c, f, c, f, n_bins).sum(axis=(2, 4))  # (n, c, c, bins)
+        if per_cell:
+            hist = np.sqrt(hist / np.maximum(hist.sum(axis=3, keepdims=True), 1e-6)) / np.float32(c)
+        hist = _mirror_mix(hist, mirror, col_axis=2, reverse_bins=reverse_bins)
+        out.append(hist.reshape(n, c * c * n_bins))
+    return np.concatenate(out, axis=1)
+
+
+def _lbp_riu2(q: np.ndarray, radius: int) -> np.ndarray:
+    """Rotation-invariant uniform LBP codes (0..9) of int images (n, h, w) -> (n, h-2r, w-2r)."""
+    r = radius
+    n, h, w = q.shape
+    centre = q[:, r : h - r, r : w - r]
+    # 8 neighbours on the square of side 2r + 1, in circular order
+    offsets = [(-r, -r), (-r, 0), (-r, r), (0, r), (r, r), (r, 0), (r, -r), (0, -r)]
+    bits = [q[:, r + dy : h - r + dy, r + dx : w - r + dx] >= centre for dy, dx in offsets]
+    ones = np.zeros(centre.shape, dtype=np.int8)
+    transitions = np.zeros(centre.shape, dtype=np.int8)
+    for k in range(8):
+        ones += bits[k]
+        transitions += bits[k] != bits[(k + 1) % 8]
+    return np.where(transitions <= 2, ones, 9).astype(np.int32)
