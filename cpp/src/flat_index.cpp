@@ -150,7 +150,9 @@ void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, cons
     std::vector<float> buf(mq * block);
     std::vector<std::int32_t> scratch;
     std::vector<QueryCode> codes;
-    const bool multi = dtype_ == Dtype::f32 && mq >= 4;
+    // f32 rows, and f16 rows decoded a block at a time, go through the multi-query kernel.
+    const bool multi = (dtype_ == Dtype::f32 || dtype_ == Dtype::f16) && mq >= 4;
+    std::vector<float> decoded(dtype_ == Dtype::f16 && multi ? block * d : 0);
     if (!multi) {
       codes.reserve(mq);
       for (std::size_t q = q0; q < q1; ++q) codes.emplace_back(store_, Q + q * d);
@@ -158,7 +160,12 @@ void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, cons
     for (std::size_t b0 = r0; b0 < r1; b0 += block) {
       const std::size_t nb = std::min(block, r1 - b0);
       if (multi) {
-        kern.scan_f32_multi(Q + q0 * d, mq, store_.f32_row(b0), nb, d, buf.data(), block);
+        const float* rows = dtype_ == Dtype::f32 ? store_.f32_row(b0) : nullptr;
+        if (dtype_ == Dtype::f16) {
+          kern.f16_to_f32(store_.f16_row(b0), decoded.data(), nb * d);
+          rows = decoded.data();
+        }
+        kern.scan_f32_multi(Q + q0 * d, mq, rows, nb, d, buf.data(), block);
       } else {
         for (std::size_t j = 0; j < mq; ++j) codes[j].scan(b0, b0 + nb, buf.data() + j * block, scratch);
       }

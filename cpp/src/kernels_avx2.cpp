@@ -139,7 +139,14 @@ void scan_f32_multi(const float* Q, std::size_t m, const float* X, std::size_t n
   for (; j < m; ++j) scan_f32(Q + j * d, X, n, d, out + j * ld);
 }
 
-const Kernels table{"avx2", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi};
+void f16_to_f32(const std::uint16_t* h, float* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+  for (; i < n; ++i) out[i] = half_to_float(h[i]);
+}
+
+const Kernels table{"avx2", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi, f16_to_f32};
 
 }  // namespace
 

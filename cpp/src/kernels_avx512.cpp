@@ -175,9 +175,18 @@ void scan_f32_multi(const float* Q, std::size_t m, const float* X, std::size_t n
   for (; j < m; ++j) scan_f32(Q + j * d, X, n, d, out + j * ld);
 }
 
-const Kernels table{"avx512", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi};
+void f16_to_f32(const std::uint16_t* h, float* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, load_half(h + i));
+  if (i < n) {
+    const __mmask16 m = mask16(n - i);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + i)));
+  }
+}
+
+const Kernels table{"avx512", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi, f16_to_f32};
 const Kernels vnni_table{"avx512", dot_f32, dot_f16, dot_i8_vnni, scan_f32, scan_f16, scan_i8_vnni,
-                         scan_f32_multi};
+                         scan_f32_multi, f16_to_f32};
 
 }  // namespace
 

@@ -26,6 +26,8 @@ struct Kernels {
   // over the rows (register tiling), for batch search.
   void (*scan_f32_multi)(const float* queries, std::size_t m, const float* rows, std::size_t n,
                          std::size_t d, float* out, std::size_t ld);
+  // out[i] = float(half[i]) for i < n.
+  void (*f16_to_f32)(const std::uint16_t* half, float* out, std::size_t n);
 };
 
 namespace detail {

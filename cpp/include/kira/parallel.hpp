@@ -14,9 +14,10 @@
 namespace kira {
 
 // 0 means "all cores".
+// (hardware_concurrency reads /sys on every call: ask once.)
 inline std::size_t resolve_threads(std::size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  return threads;
+  static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return threads == 0 ? cores : threads;
 }
 
 // Calls fn(begin, end, worker) for disjoint chunks covering [0, n); worker < threads.
