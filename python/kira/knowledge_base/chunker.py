@@ -1,0 +1,145 @@
+"""Stage 1, hierarchical chunking: document -> region -> patch, with parent links.
+
+* document: the whole image.
+* region: salient areas. The region proposer (DINO CLS attention, or the default
+  saliency map) gives a grid; `kira._core.extract_regions` thresholds it at
+  mean + k_sigma * std, labels connected components and scales boxes to pixels.
+  The best `max_regions` are kept. Parent: the document chunk.
+* patch: a fixed `patch_grid` x `patch_grid` grid over the image. Parent: the region
+  that contains the patch's centre, else the document chunk.
+
+Crops are gathered for a whole batch of images and encoded in one call per encoder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from kira.config import ChunkingConfig
+
+LEVELS = ("document", "region", "patch")
+
+
+@dataclass
+class ChunkPlan:
+    """One chunk to be stored: where it is and what describes it (vectors come later)."""
+
+    level: str
+    box: tuple[int, int, int, int] | None  # x0, y0, x1, y1 (x1, y1 exclusive); None for the document
+    parent: int | None  # index into the same image's plan list; None for the document
+    description: str = ""
+    score: float = 1.0  # region saliency; 1.0 for document/patch
+
+
+@dataclass
+class ImagePlan:
+    """Every chunk of one image."""
+
+    image: np.ndarray = field(repr=False)
+    chunks: list[ChunkPlan]
+
+    def crops(self) -> list[np.ndarray]:
+        """The pixels of each chunk, in plan order."""
+        out = []
+        for chunk in self.chunks:
+            if chunk.box is None:
+                out.append(self.image)
+            else:
+                x0, y0, x1, y1 = chunk.box
+                out.append(np.ascontiguousarray(self.image[y0:y1, x0:x1]))
+        return out
+
+
+def region_boxes(image: np.ndarray, proposer, config: ChunkingConfig) -> list[tuple[tuple[int, int, int, int], float]]:
+    """Salient boxes of `image` (uint8 (h, w, 3)) via the proposer and the core's extract_regions.
+
+    Returns up to `config.max_regions` (box, score) pairs, best first; boxes smaller than
+    2x2 pixels are dropped.
+    """
+    from kira import _core
+
+    h, w = image.shape[:2]
+    grid = np.ascontiguousarray(proposer.propose(image), dtype=np.float32)
+    if grid.ndim != 2 or grid.size == 0 or not np.isfinite(grid).all():
+        return []
+    boxes, scores, _labels = _core.extract_regions(
+        grid,
+        (w, h),
+        k_sigma=config.region_k_sigma,
+        connectivity=config.region_connectivity,
+        min_cells=config.region_min_cells,
+    )
+    out = []
+    for box, score in zip(boxes[: config.max_regions], scores[: config.max_regions]):
+        x0, y0, x1, y1 = (int(v) for v in box)
+        x0, y0 = max(0, x0), max(0, y0)
+        x1, y1 = min(w, x1), min(h, y1)
+        if x1 - x0 >= 2 and y1 - y0 >= 2:
+            out.append(((x0, y0, x1, y1), float(score)))
+    return out
+
+
+def patch_boxes(width: int, height: int, grid: int) -> list[tuple[int, int, int, int]]:
+    """A grid x grid tiling of the image (row-major); tiles thinner than 2 px are skipped."""
+    xs = np.linspace(0, width, grid + 1).round().astype(int)
+    ys = np.linspace(0, height, grid + 1).round().astype(int)
+    out = []
+    for r in range(grid):
+        for c in range(grid):
+            box = (int(xs[c]), int(ys[r]), int(xs[c + 1]), int(ys[r + 1]))
+            if box[2] - box[0] >= 2 and box[3] - box[1] >= 2:
+                out.append(box)
+    return out
+
+
+def plan_image(
+    image: np.ndarray, proposer, config: ChunkingConfig, levels: Sequence[str] = LEVELS
+) -> ImagePlan:
+    """The chunk plan of one image at the requested `levels` (document is always included)."""
+    unknown = set(levels) - set(LEVELS)
+    if unknown:
+        raise ValueError(f"unknown chunk levels {sorted(unknown)}; choose from {LEVELS}")
+    h, w = image.shape[:2]
+    chunks = [ChunkPlan("document", None, None)]
+    regions: list[tuple[int, tuple[int, int, int, int]]] = []
+    if "region" in levels and proposer is not None and min(h, w) >= 4:
+        for box, score in region_boxes(image, proposer, config):
+            chunks.append(ChunkPlan("region", box, 0, score=score))
+            regions.append((len(chunks) - 1, box))
+    if "patch" in levels and config.patch_grid > 1:
+        for box in patch_boxes(w, h, config.patch_grid):
+            cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+            parent = 0
+            for idx, (x0, y0, x1, y1) in regions:  # regions are best first: the best container wins
+                if x0 <= cx < x1 and y0 <= cy < y1:
+                    parent = idx
+                    break
+            chunks.append(ChunkPlan("patch", box, parent))
+    return ImagePlan(image=image, chunks=chunks)
+
+
+def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captioner, *, caption_children: bool) -> None:
+    """Fill every chunk's description in place.
+
+    The document gets the user's caption and tags (or, without either, the captioner's
+    description of the image). Regions and patches get the document's text plus where
+    they are, and, when `caption_children`, the captioner's description of the crop.
+    """
+    head = caption.strip() if caption else ""
+    if tags:
+        head = f"{head}; tags: {', '.join(tags)}" if head else f"tags: {', '.join(tags)}"
+    if not head and captioner is not None:
+        head = captioner.caption(plan.image)
+    plan.chunks[0].description = head
+    h, w = plan.image.shape[:2]
+    crops = plan.crops()
+    for chunk, crop in zip(plan.chunks[1:], crops[1:]):
+        x0, y0, x1, y1 = chunk.box  # type: ignore[misc]
+        where = f"{chunk.level} at x {x0}-{x1}, y {y0}-{y1} of {w}x{h}"
+        parts = [p for p in (head, where) if p]
+        if caption_children and captioner is not None:
+            parts.append(captioner.caption(crop))
+        chunk.description = "; ".join(parts)

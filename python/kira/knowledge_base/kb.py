@@ -1,0 +1,644 @@
+"""`KnowledgeBase`: a persistent, durable store of chunked, embedded images and passages.
+
+A knowledge base is a directory::
+
+    kira.sqlite (+ -wal, -shm)   documents, chunks, vectors (BLOBs), tags, groups, provenance
+    visual.index, text.index     the core's index files (a cache of the database's vectors)
+    manifest.json                which database generation the index files match
+    config.json                  the KiraConfig it was built with
+    bridge.*                     the fitted text->image bridge (default stack only)
+    adapter/                     the domain adapter, when one is set
+
+Writes go into one open transaction; `commit()` makes them durable (database first,
+then the index files and the manifest). `ingest` commits every batch. Any number of
+processes may open a knowledge base with ``read_only=True`` while one writer works;
+a second writer is refused. See `kira.knowledge_base.vectors` for how a crash between
+the database commit and the index save is detected and repaired on the next open.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kira.config import KiraConfig
+from kira.images import ImageLike, load_image
+from kira.knowledge_base.chunker import LEVELS, ImagePlan, describe, plan_image
+from kira.knowledge_base.store import DocumentRow, Store
+from kira.knowledge_base.vectors import RepairReport, VectorSpaces, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+LOCK_FILE = "writer.lock"
+THUMBNAIL_SIDE = 160
+ENCODE_BATCH = 64  # crops / texts per encoder call
+
+
+def _thumbnail_png(image: np.ndarray) -> bytes:
+    from PIL import Image
+
+    im = Image.fromarray(image)
+    im.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _encode(encoder: Any, items: Sequence[Any]) -> np.ndarray:
+    parts = [np.asarray(encoder.encode(list(items[i : i + ENCODE_BATCH])), dtype=np.float32)
+             for i in range(0, len(items), ENCODE_BATCH)]
+    if not parts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    return np.ascontiguousarray(np.concatenate(parts, axis=0))
+
+
+def _group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return str(value[0]), float(value[1])
+    raise ValueError(f"{what} must be a group id (str) or (group_id, position); got {value!r}")
+
+
+class KnowledgeBase:
+    """A knowledge base directory opened for reading or writing. Use `create` or `open`.
+
+    Thread safety: one instance belongs to one thread. Several processes may read at once
+    (``read_only=True``) while one process writes.
+    """
+
+    def __init__(self, path: Path, store: Store, config: KiraConfig, models: Any, *, read_only: bool) -> None:
+        self.path = Path(path)
+        self.store = store
+        self.config = config
+        self._models = models
+        self.read_only = read_only
+        self._lock_fd: int | None = None
+        self._adapter: Any = None
+        self._caches: dict[str, Any] = {}
+        self._cache_generation = -1
+        self.repair: RepairReport | None = None
+        self.levels: tuple[str, ...] = tuple(json.loads(store.get_meta("levels", json.dumps(LEVELS)) or "[]"))
+        self.caption_children = (store.get_meta("caption_children", "1") == "1")
+        dims = json.loads(store.get_meta("dims", "null") or "null")
+        self.vectors: VectorSpaces | None = None
+        if dims is not None:
+            self._open_vectors(dims)
+
+    # ---- construction -----------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike,
+        config: KiraConfig | None = None,
+        models: Any = None,
+        *,
+        index: str = "flat",
+        levels: Sequence[str] = LEVELS,
+        caption_children: bool = True,
+    ) -> KnowledgeBase:
+        """Create a new, empty knowledge base directory at `path` and open it for writing.
+
+        Parameters
+        ----------
+        config: the constants to build and answer with (stored with the knowledge base).
+        models: a `kira.models.stack.ModelStack`; `kira.models.load_default()` when None
+            (loaded on first use).
+        index: 'flat' (exact search) or 'hnsw' (graph index for large bases).
+        levels: chunk levels to store per image (the document level is always stored).
+        caption_children: describe each region/patch crop with the captioner too.
+
+        Raises ValueError if `path` already holds a knowledge base or a non-empty directory.
+        """
+        path = Path(path)
+        if index not in ("flat", "hnsw"):
+            raise ValueError(f"index must be 'flat' or 'hnsw'; got {index!r}")
+        bad = set(levels) - set(LEVELS)
+        if bad:
+            raise ValueError(f"unknown chunk levels {sorted(bad)}; choose from {LEVELS}")
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise ValueError(f"{path} exists and is not an empty directory; use KnowledgeBase.open or pick a new path")
+        path.mkdir(parents=True, exist_ok=True)
+        config = config or KiraConfig()
+        store = Store(path, create=True)
+        kb = cls(path, store, config, models, read_only=False)
+        kb._take_lock()
+        store.set_meta("index_kind", index)
+        store.set_meta("levels", json.dumps(list(dict.fromkeys(["document", *levels]))))
+        store.set_meta("caption_children", "1" if caption_children else "0")
+        store.commit()
+        kb.levels = tuple(json.loads(store.get_meta("levels") or "[]"))
+        kb.caption_children = caption_children
+        write_json_atomic(path / CONFIG_FILE, config.to_dict())
+        return kb
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False) -> KnowledgeBase:
+        """Open an existing knowledge base; index files are loaded, never rebuilt
+        (a gap left by a crash is repaired from the stored vectors).
+
+        Raises ValueError if `path` is not a knowledge base, or (writing) if another
+        process holds it open for writing.
+        """
+        path = Path(path)
+        if not (path / "kira.sqlite").is_file():
+            raise ValueError(f"{path} is not a kira knowledge base (no kira.sqlite); create one with KnowledgeBase.create")
+        config = KiraConfig()
+        if (path / CONFIG_FILE).is_file():
+            config = KiraConfig.from_dict(json.loads((path / CONFIG_FILE).read_text()))
+        if not read_only:
+            probe = cls.__new__(cls)
+            probe.path = path
+            probe._lock_fd = None
+            probe._take_lock()
+            lock_fd = probe._lock_fd
+        store = Store(path, read_only=read_only)
+        kb = cls(path, store, config, models, read_only=read_only)
+        if not read_only:
+            kb._lock_fd = lock_fd
+        return kb
+
+    def _take_lock(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory lock
+            return
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ValueError(
+                f"{self.path} is open for writing in another process; open it with read_only=True to read"
+            ) from None
+        self._lock_fd = fd
+
+    def _open_vectors(self, dims: dict[str, int]) -> None:
+        kind = self.store.get_meta("index_kind", "flat") or "flat"
+        self._adapter = self._load_adapter()
+        transform, vdim = self._adapter_transform(dims["visual"])
+        self.vectors = VectorSpaces(self.path, kind, dims, transform=transform, visual_dim=vdim)
+        self.repair = self.vectors.open(self.store)
+        if not self.repair.clean and not self.read_only:
+            self.vectors.save(self.store.generation())
+
+    # ---- models -----------------------------------------------------------------------
+    @property
+    def models(self) -> Any:
+        """The model stack (loaded with `kira.models.load_default()` on first use)."""
+        if self._models is None:
+            from kira.models import load_default
+
+            self._models = load_default()
+        return self._models
+
+    def _ensure_dims(self) -> VectorSpaces:
+        stack = self.models
+        dims = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
+        if self.vectors is None:
+            self.store.set_meta("dims", json.dumps(dims))
+            self.store.set_meta(
+                "models",
+                json.dumps({"image": type(stack.image).__name__, "text": type(stack.text).__name__}),
+            )
+            self._open_vectors(dims)
+        elif dims != self.vectors.dims:
+            raise ValueError(
+                f"the model stack encodes {dims} but this knowledge base was built with {self.vectors.dims}; "
+                "open it with the models it was built with"
+            )
+        assert self.vectors is not None
+        return self.vectors
+
+    # ---- writing ----------------------------------------------------------------------
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ValueError(f"{self.path} is open read-only; open it without read_only=True to change it")
+
+    def add_image(
+        self,
+        image: ImageLike,
+        *,
+        doc_id: str | None = None,
+        caption: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        sequence: str | tuple[str, float] | None = None,
+        view: str | tuple[str, float] | None = None,
+    ) -> str:
+        """Chunk, describe, encode and store one image; returns its doc id.
+
+        Parameters
+        ----------
+        image: a path, a PIL image or an array (see `kira.images.load_image`).
+        doc_id: unique id; defaults to the file stem for a path, else ``doc-<n>``.
+        caption, tags, metadata: the user's text and facts about the image.
+        sequence: temporal group id (or (group id, position)): members of a sequence
+            pull each other into results at 0.8x score.
+        view: multiview group id (or (group id, position)): pulled in at 0.7x.
+
+        Raises ValueError (kira.images.ImageError) for an unusable image, a duplicate
+        doc id, or a read-only knowledge base. Nothing is stored on error.
+        """
+        self._writable()
+        source = str(image) if isinstance(image, (str, os.PathLike)) else None
+        pixels = load_image(image)
+        if doc_id is None:
+            doc_id = Path(source).stem if source else f"doc-{self.store.count_documents() + 1}"
+        self._add_images([
+            dict(pixels=pixels, doc_id=str(doc_id), caption=caption, tags=tuple(tags), metadata=dict(metadata or {}),
+                 source=source, sequence=sequence, view=view)
+        ])
+        return str(doc_id)
+
+    def add_document(
+        self,
+        doc_id: str,
+        *,
+        images: Sequence[ImageLike] = (),
+        passages: Sequence[str] = (),
+        caption: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Store a document with text passages (a knowledge-base page, as in KB-VQA) and images.
+
+        The first image is the document's image (doc id `doc_id`); further images become
+        documents ``<doc_id>#<i>`` in one multiview set with it. Each passage becomes a
+        'passage' chunk (text space only) under the document chunk. A document with no
+        image is stored text-only. Raises ValueError for a duplicate id or no content.
+        """
+        self._writable()
+        if not images and not passages and not caption:
+            raise ValueError("add_document needs images, passages or a caption")
+        items = []
+        for i, image in enumerate(images):
+            did = str(doc_id) if i == 0 else f"{doc_id}#{i}"
+            items.append(dict(
+                pixels=load_image(image), doc_id=did, caption=caption, tags=tuple(tags), metadata=dict(metadata or {}),
+                source=str(image) if isinstance(image, (str, os.PathLike)) else None,
+                sequence=None, view=(str(doc_id), float(i)) if len(images) > 1 else None,
+                passages=tuple(passages) if i == 0 else (),
+            ))
+        if not items:
+            items.append(dict(pixels=None, doc_id=str(doc_id), caption=caption, tags=tuple(tags),
+                              metadata=dict(metadata or {}), source=None, sequence=None, view=None,
+                              passages=tuple(passages)))
+        self._add_images(items)
+        return str(doc_id)
+
+    def _add_images(self, items: list[dict[str, Any]]) -> list[str]:
+        """Encode and insert a batch (one encoder call per space); all or nothing on error."""
+        vectors = self._ensure_dims()
+        stack = self.models
+        seen: set[str] = set()
+        for item in items:
+            if item["doc_id"] in seen or self.store.has_document(item["doc_id"]):
+                raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or pick another id")
+            seen.add(item["doc_id"])
+        plans: list[ImagePlan | None] = []
+        crops: list[np.ndarray] = []
+        texts: list[str] = []
+        for item in items:
+            if item["pixels"] is None:
+                plans.append(None)
+                texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
+            else:
+                plan = plan_image(item["pixels"], getattr(stack, "regions", None), self.config.chunking, self.levels)
+                describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
+                         caption_children=self.caption_children)
+                plans.append(plan)
+                crops += plan.crops()
+                texts += [c.description or item["doc_id"] for c in plan.chunks]
+            texts += list(item.get("passages", ()))
+        visual = _encode(stack.image, crops)
+        text = _encode(stack.text, texts)
+        new_ids: dict[str, list[int]] = {"visual": [], "text": []}
+        new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
+        vi = ti = 0
+        was_open = self.store.in_transaction
+        savepoint = "kira_batch"
+        self.store.begin()
+        self.store.conn.execute(f"SAVEPOINT {savepoint}")
+        try:
+            for item, plan in zip(items, plans):
+                pixels = item["pixels"]
+                h, w = (pixels.shape[:2] if pixels is not None else (0, 0))
+                self.store.insert_document(
+                    item["doc_id"], source=item["source"], caption=item["caption"], width=w, height=h,
+                    metadata=item["metadata"], tags=item["tags"],
+                    thumbnail=_thumbnail_png(pixels) if pixels is not None else None,
+                    provenance={
+                        "source": item["source"] or "(in memory)",
+                        "image_encoder": type(stack.image).__name__,
+                        "text_encoder": type(stack.text).__name__,
+                        "described_by": "user caption/tags" if (item["caption"] or item["tags"]) else "captioner",
+                    },
+                )
+                chunk_ids: list[int] = []
+                if plan is None:
+                    cid = self.store.insert_chunk(item["doc_id"], "document", parent_id=None, box=None,
+                                                  description=texts[ti], visual=None, text=text[ti])
+                    new_ids["text"].append(cid)
+                    new_rows["text"].append(text[ti])
+                    chunk_ids.append(cid)
+                    ti += 1
+                else:
+                    for chunk in plan.chunks:
+                        parent = chunk_ids[chunk.parent] if chunk.parent is not None else None
+                        cid = self.store.insert_chunk(item["doc_id"], chunk.level, parent_id=parent, box=chunk.box,
+                                                      description=texts[ti], visual=visual[vi], text=text[ti])
+                        new_ids["visual"].append(cid)
+                        new_rows["visual"].append(visual[vi])
+                        new_ids["text"].append(cid)
+                        new_rows["text"].append(text[ti])
+                        chunk_ids.append(cid)
+                        vi += 1
+                        ti += 1
+                for order, passage in enumerate(item.get("passages", ())):
+                    cid = self.store.insert_chunk(item["doc_id"], "passage", parent_id=chunk_ids[0], box=None,
+                                                  description=passage, visual=None, text=text[ti])
+                    self.store.insert_passage(cid, item["doc_id"], order, passage)
+                    new_ids["text"].append(cid)
+                    new_rows["text"].append(text[ti])
+                    ti += 1
+                for kind, arg in (("temporal", item["sequence"]), ("multiview", item["view"])):
+                    group = _group_arg(arg, "sequence" if kind == "temporal" else "view")
+                    if group is not None:
+                        gid, pos = group
+                        if pos is None:
+                            pos = float(self.store.group_size(kind, gid))
+                        self.store.add_to_group(kind, gid, item["doc_id"], pos)
+            self.store.conn.execute(f"RELEASE {savepoint}")
+        except BaseException:
+            self.store.conn.execute(f"ROLLBACK TO {savepoint}")
+            self.store.conn.execute(f"RELEASE {savepoint}")
+            if not was_open:
+                self.store.rollback()
+            raise
+        for space in ("visual", "text"):
+            if new_ids[space]:
+                vectors.add(space, np.array(new_ids[space], dtype=np.int64), np.stack(new_rows[space]))
+        self._caches.clear()
+        return [item["doc_id"] for item in items]
+
+    def remove(self, doc_id: str) -> None:
+        """Remove a document and all its chunks. Unknown id -> ValueError."""
+        self._writable()
+        if not self.store.has_document(doc_id):
+            raise ValueError(f"no document {doc_id!r} in the knowledge base")
+        ids = self.store.delete_document(doc_id)
+        if self.vectors is not None:
+            self.vectors.remove(np.array(ids, dtype=np.int64))
+        self._caches.clear()
+
+    def ingest(self, folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike], **kwargs: Any):
+        """Add every image under a folder (or in a list of paths); see `kira.knowledge_base.ingest.ingest`."""
+        from kira.knowledge_base.ingest import ingest
+
+        return ingest(self, folder_or_paths, **kwargs)
+
+    def commit(self) -> int:
+        """Make every change since the last commit durable; returns the new generation.
+
+        The database commits first (one transaction); then the index files and the
+        manifest are saved atomically. A crash in between is repaired on the next open.
+        """
+        self._writable()
+        generation = self.store.commit()
+        if self.vectors is not None:
+            self.vectors.save(generation)
+        self._caches.clear()
+        return generation
+
+    def commit_database(self) -> int:
+        """Commit the database only (index files are checkpointed later by `commit`)."""
+        self._writable()
+        generation = self.store.commit()
+        self._caches.clear()
+        return generation
+
+    def rollback(self) -> None:
+        """Discard uncommitted changes (database and in-memory indexes)."""
+        if self.read_only:
+            return
+        self.store.rollback()
+        if self.vectors is not None:
+            for space in ("visual", "text"):
+                self.vectors._sync(self.store, space)
+        self._caches.clear()
+
+    def close(self) -> None:
+        """Commit pending changes (writers), then release files. Safe to call twice."""
+        if self.store is None:
+            return
+        try:
+            if not self.read_only:
+                self.commit()
+        finally:
+            self.store.close()
+            self.store = None  # type: ignore[assignment]
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None and not self.read_only and self.store is not None:
+            self.rollback()
+        self.close()
+
+    # ---- reading ----------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Pick up commits made by another process since this one looked; returns whether any were."""
+        if self.store is None or self.store.in_transaction:
+            return False
+        generation = self.store.generation()
+        if generation == self._caches.get("seen_generation", generation):
+            self._caches.setdefault("seen_generation", generation)
+            return False
+        if self.vectors is None:
+            dims = json.loads(self.store.get_meta("dims", "null") or "null")
+            if dims is not None:
+                self._open_vectors(dims)
+        elif self.vectors is not None:
+            for space in ("visual", "text"):
+                self.vectors._sync(self.store, space)
+        self._caches.clear()
+        self._caches["seen_generation"] = generation
+        return True
+
+    def index(self, space: str) -> Any:
+        """The core index of `space` ('visual' or 'text'), or None for an empty knowledge base."""
+        if self.vectors is None:
+            return None
+        return self.vectors.indexes[space]
+
+    def __len__(self) -> int:
+        return self.store.count_documents()
+
+    def stats(self) -> dict[str, Any]:
+        """What the knowledge base holds: documents, chunks per level, groups, index sizes."""
+        groups = self.store.groups()
+        return {
+            "path": str(self.path),
+            "documents": self.store.count_documents(),
+            "chunks": self.store.count_chunks(),
+            "groups": {k: sum(1 for g in groups if g[0] == k) for k in ("temporal", "multiview")},
+            "index_kind": self.store.get_meta("index_kind", "flat"),
+            "index_sizes": {s: len(ix) for s, ix in (self.vectors.indexes.items() if self.vectors else [])},
+            "dims": self.vectors.index_dims if self.vectors else None,
+            "generation": self.store.generation(),
+            "adapter": self.store.get_meta("adapter_class"),
+            "levels": list(self.levels),
+        }
+
+    def level_ids(self, levels: Iterable[str]) -> np.ndarray:
+        """Sorted int64 ids of chunks at `levels` (cached until the next change)."""
+        key = ("levels", tuple(sorted(set(levels))))
+        if key not in self._caches:
+            self._caches[key] = self.store.chunk_ids(levels=key[1])
+        return self._caches[key]
+
+    def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, DocumentRow]:
+        return self.store.documents(doc_ids)
+
+    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
+        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
+        if "groups" not in self._caches:
+            from kira import _core
+
+            groups = _core.CompoundGroups()
+            kinds: dict[tuple[int, int], str] = {}
+            rows = self.store.groups()
+            doc_chunk = self.store.document_chunk_ids({d for _, _, docs in rows for d in docs})
+            for kind, _gid, docs in rows:
+                members = [doc_chunk[d] for d in docs if d in doc_chunk]
+                if len(members) < 2:
+                    continue
+                (groups.add_temporal if kind == "temporal" else groups.add_multiview)(np.array(members, dtype=np.int64))
+                for a in members:
+                    for b in members:
+                        if a != b:
+                            kinds.setdefault((a, b), kind)
+            self._caches["groups"] = (groups, kinds)
+        return self._caches["groups"]
+
+    def thumbnail(self, doc_id: str) -> np.ndarray | None:
+        """The stored <= 160 px preview of a document's image (uint8 RGB), or None."""
+        png = self.store.thumbnail(doc_id)
+        if not png:
+            return None
+        from PIL import Image
+
+        with Image.open(io.BytesIO(png)) as im:
+            return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+    # ---- domain adapter ---------------------------------------------------------------
+    @property
+    def adapter(self) -> Any:
+        return self._adapter
+
+    def set_adapter(self, adapter: Any) -> None:
+        """Store a domain adapter with the knowledge base and re-project the visual index.
+
+        `adapter` has ``apply(vectors) -> vectors``, ``save(path)`` and a ``load(path)``
+        classmethod, and is defined in a ``kira.`` module (only those are re-imported on
+        open: no code is loaded from the knowledge base itself). None removes the adapter.
+        Queries in the visual space go through the same ``apply``. Commits.
+        """
+        self._writable()
+        vectors = self._ensure_dims()
+        target = self.path / "adapter"
+        if adapter is None:
+            shutil.rmtree(target, ignore_errors=True)
+            self.store.set_meta("adapter_class", "")
+        else:
+            cls = type(adapter)
+            if not cls.__module__.startswith("kira."):
+                raise ValueError(f"adapters must come from kira (kira.adapt); got {cls.__module__}.{cls.__qualname__}")
+            tmp = self.path / "adapter.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            adapter.save(tmp / "adapter")
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(tmp, target)
+            self.store.set_meta("adapter_class", f"{cls.__module__}:{cls.__qualname__}")
+        self._adapter = adapter
+        transform, dim = self._adapter_transform(vectors.dims["visual"])
+        vectors.reproject_visual(self.store, transform, dim)
+        self.commit()
+
+    def _load_adapter(self) -> Any:
+        name = self.store.get_meta("adapter_class") or ""
+        if not name:
+            return None
+        module_name, _, qualname = name.partition(":")
+        if not module_name.startswith("kira."):
+            raise ValueError(f"refusing to load adapter class {name!r}: not a kira module")
+        cls: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        return cls.load(self.path / "adapter" / "adapter")
+
+    def _adapter_transform(self, raw_dim: int):
+        if self._adapter is None:
+            return None, raw_dim
+        probe = np.zeros((1, raw_dim), dtype=np.float32)
+        probe[0, 0] = 1.0
+        out_dim = int(np.asarray(self._adapter.apply(probe)).shape[1])
+        return self._adapter.apply, out_dim
+
+    def visual_query(self, vectors: np.ndarray) -> np.ndarray:
+        """Raw image-space query vectors -> the visual index's space (through the adapter, if set)."""
+        assert self.vectors is not None
+        return self.vectors.prepare("visual", np.atleast_2d(vectors))
+
+    # ---- text -> image bridge (default stack) -----------------------------------------
+    def bridge(self) -> Any:
+        """The TextToImageBridge fitted on this knowledge base's captioned images, or None.
+
+        Fitted on (document description text vector, raw image vector) pairs of documents
+        with a caption or tags; saved beside the database and refitted when the number of
+        such documents changed. Needs at least 2 captioned documents.
+        """
+        if "bridge" in self._caches:
+            return self._caches["bridge"]
+        from kira.models.bridge import TextToImageBridge
+
+        ids = self.store.captioned_document_ids()
+        bridge = None
+        path = self.path / "bridge"
+        fitted_on = int(self.store.get_meta("bridge_fitted_on", "0") or 0)
+        if len(ids) >= 2 and self.vectors is not None:
+            if fitted_on == len(ids) and self.store.get_meta("bridge_file"):
+                try:
+                    bridge = TextToImageBridge.load(self.path / (self.store.get_meta("bridge_file") or ""))
+                except (OSError, ValueError) as exc:
+                    log.warning("stored bridge is unreadable (%s); refitting", exc)
+            if bridge is None:
+                text = self.store.vectors("text", ids, self.vectors.dims["text"])
+                image = self.store.vectors("visual", ids, self.vectors.dims["visual"])
+                bridge = TextToImageBridge()
+                bridge.fit(text, image)
+                if not self.read_only and not self.store.in_transaction:
+                    saved = bridge.save(path)
+                    saved_path = Path(saved) if isinstance(saved, (str, os.PathLike)) else path
+                    self.store.set_meta("bridge_file", saved_path.name if saved_path.exists() else path.name)
+                    self.store.set_meta("bridge_fitted_on", str(len(ids)))
+                    self.store.commit_meta()
+        self._caches["bridge"] = bridge
+        return bridge

@@ -1,0 +1,218 @@
+"""The knowledge base's vector indexes: one core index per space, saved beside the database.
+
+Spaces: ``visual`` (image-encoder space; chunk crops; after `set_adapter` it holds the
+adapter's projection of the raw vectors) and ``text`` (sentence-encoder space; chunk
+descriptions and passages).
+
+Durability design
+-----------------
+* The SQLite database is the source of truth. Each chunk's raw vectors are stored there
+  as float32 BLOBs in the same transaction as the chunk row.
+* The index files (``visual.index``, ``text.index``, written by the core's atomic
+  ``save``) are a cache of the database. ``manifest.json`` (written atomically after
+  the index files) records the database *generation* (a counter bumped by every commit)
+  the files match, plus their sizes.
+* On open, when the manifest's generation equals the database's and the sizes agree, the
+  files are loaded as they are: no rebuild, no model forward pass. Otherwise (a crash
+  between the database commit and the index save, or index saving deferred during a
+  long ingest) the ids in the files are compared with the ids in the database: missing
+  rows are re-added from the stored vectors, stale ids removed. That repair touches only
+  the difference; a missing or unreadable index file is rebuilt from the BLOBs.
+* Read-only openers repair in memory and never write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from kira.knowledge_base.store import Store
+
+log = logging.getLogger(__name__)
+
+SPACES = ("visual", "text")
+MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1
+
+
+@dataclass
+class RepairReport:
+    """What opening the indexes had to fix, per space."""
+
+    added: dict[str, int]
+    removed: dict[str, int]
+    rebuilt: dict[str, bool]
+
+    @property
+    def clean(self) -> bool:
+        return not any(self.added.values()) and not any(self.removed.values()) and not any(self.rebuilt.values())
+
+
+def make_index(kind: str, dim: int, dtype: str = "f32") -> Any:
+    """A new empty core index of `kind` ('flat' or 'hnsw')."""
+    from kira import _core
+
+    if kind == "flat":
+        return _core.FlatIndex(dim, dtype=dtype)
+    if kind == "hnsw":
+        return _core.HNSWIndex(dim, dtype=dtype)
+    raise ValueError(f"index kind must be 'flat' or 'hnsw'; got {kind!r}")
+
+
+def load_index(kind: str, path: Path) -> Any:
+    from kira import _core
+
+    cls = _core.FlatIndex if kind == "flat" else _core.HNSWIndex
+    return cls.load(str(path))
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write `data` as JSON to `path` via a temp file and os.replace."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class VectorSpaces:
+    """The two indexes of one knowledge base and their manifest.
+
+    Parameters
+    ----------
+    directory: the knowledge base directory.
+    kind: 'flat' (exact) or 'hnsw'.
+    dims: space -> vector size stored in the database (raw vectors).
+    transform: optional function applied to raw visual vectors before they enter the
+        visual index (the domain adapter's `apply`); `visual_dim` is its output size.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        kind: str,
+        dims: dict[str, int],
+        *,
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+        visual_dim: int | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.kind = kind
+        self.dims = dict(dims)
+        self.transform = transform
+        self.index_dims = {"visual": visual_dim or self.dims["visual"], "text": self.dims["text"]}
+        self.indexes: dict[str, Any] = {}
+
+    def path(self, space: str) -> Path:
+        return self.directory / f"{space}.index"
+
+    # ---- adding ---------------------------------------------------------------------
+    def prepare(self, space: str, raw: np.ndarray) -> np.ndarray:
+        """Raw vectors -> what the index of `space` stores."""
+        raw = np.ascontiguousarray(raw, dtype=np.float32)
+        if space == "visual" and self.transform is not None and len(raw):
+            return np.ascontiguousarray(self.transform(raw), dtype=np.float32)
+        return raw
+
+    def add(self, space: str, ids: np.ndarray, raw: np.ndarray) -> None:
+        if len(ids):
+            self.indexes[space].add(np.asarray(ids, dtype=np.int64), self.prepare(space, raw))
+
+    def remove(self, ids: np.ndarray) -> None:
+        ids = np.asarray(ids, dtype=np.int64)
+        for index in self.indexes.values():
+            present = np.array([i for i in ids if index.contains(int(i))], dtype=np.int64)
+            if len(present):
+                index.remove(present)
+
+    # ---- open / sync ----------------------------------------------------------------
+    def open(self, store: Store) -> RepairReport:
+        """Load the index files and bring them in line with the database (see module doc)."""
+        manifest = self._read_manifest()
+        generation = store.generation()
+        report = RepairReport({s: 0 for s in SPACES}, {s: 0 for s in SPACES}, {s: False for s in SPACES})
+        for space in SPACES:
+            index = None
+            entry = manifest.get("spaces", {}).get(space, {})
+            if self.path(space).is_file() and entry.get("dim") == self.index_dims[space]:
+                try:
+                    index = load_index(self.kind, self.path(space))
+                except (ValueError, OSError, RuntimeError) as exc:
+                    log.warning("index file %s is unreadable (%s); rebuilding it from the database", self.path(space), exc)
+            if index is None or index.dim != self.index_dims[space]:
+                index = make_index(self.kind, self.index_dims[space])
+                # A brand-new knowledge base has no files yet: nothing to report.
+                report.rebuilt[space] = bool(entry) or self.path(space).is_file() or len(store.chunk_ids(space=space)) > 0
+            self.indexes[space] = index
+            if entry and manifest.get("generation") == generation and entry.get("size") == len(index):
+                continue  # the files match the last commit: nothing to verify
+            added, removed = self._sync(store, space)
+            report.added[space], report.removed[space] = added, removed
+        if not report.clean:
+            log.warning(
+                "index files did not match database generation %d; repaired (added %s, removed %s, rebuilt %s)",
+                generation, report.added, report.removed, report.rebuilt,
+            )
+        return report
+
+    def _sync(self, store: Store, space: str) -> tuple[int, int]:
+        index = self.indexes[space]
+        db_ids = store.chunk_ids(space=space)
+        index_ids = np.sort(np.asarray(index.ids(), dtype=np.int64)) if len(index) else np.zeros(0, np.int64)
+        missing = np.setdiff1d(db_ids, index_ids, assume_unique=True)
+        stale = np.setdiff1d(index_ids, db_ids, assume_unique=True)
+        if len(stale):
+            index.remove(stale)
+        for start in range(0, len(missing), 8192):
+            part = missing[start : start + 8192]
+            self.add(space, part, store.vectors(space, part, self.dims[space]))
+        return int(len(missing)), int(len(stale))
+
+    def save(self, generation: int) -> None:
+        """Save both indexes (atomically, by the core) and then the manifest naming `generation`."""
+        for space, index in self.indexes.items():
+            index.save(str(self.path(space)))
+        write_json_atomic(
+            self.directory / MANIFEST,
+            {
+                "manifest_version": MANIFEST_VERSION,
+                "generation": generation,
+                "kind": self.kind,
+                "spaces": {
+                    s: {"file": self.path(s).name, "size": len(ix), "dim": self.index_dims[s]}
+                    for s, ix in self.indexes.items()
+                },
+            },
+        )
+
+    def _read_manifest(self) -> dict[str, Any]:
+        path = self.directory / MANIFEST
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            log.warning("manifest %s is unreadable (%s); verifying indexes against the database", path, exc)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def reproject_visual(self, store: Store, transform: Callable[[np.ndarray], np.ndarray] | None, dim: int) -> None:
+        """Rebuild the visual index from the raw vectors through a new transform (adapter change)."""
+        self.transform = transform
+        self.index_dims["visual"] = dim
+        self.indexes["visual"] = make_index(self.kind, dim)
+        for ids, raw in store.iter_vectors("visual", self.dims["visual"]):
+            self.add("visual", ids, raw)

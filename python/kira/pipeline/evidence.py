@@ -1,0 +1,59 @@
+"""Stage 4 input: fused chunk ids -> kira.reasoning EvidenceItems with provenance and thumbnails."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from kira.reasoning.types import EvidenceItem
+
+
+def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dict[int, list[str]],
+                cosine: dict[int, float], *, thumbnails: bool = True) -> list[EvidenceItem]:
+    """One EvidenceItem per chunk id (numbered in the given order from 1; unknown ids skipped).
+
+    provenance holds source, caption, tags, metadata, image_size (width, height), the
+    parent chunk and the best raw cosine score over the paths that found it.
+    """
+    ids = [int(i) for i in ids]
+    rows = kb.store.chunks(ids)
+    docs = kb.store.documents({r.doc_id for r in rows.values()})
+    thumbs: dict[str, np.ndarray | None] = {}
+    items: list[EvidenceItem] = []
+    for cid, score in zip(ids, scores):
+        row = rows.get(cid)
+        if row is None:
+            continue
+        doc = docs.get(row.doc_id)
+        if thumbnails and row.doc_id not in thumbs:
+            thumbs[row.doc_id] = kb.thumbnail(row.doc_id)
+        provenance: dict[str, Any] = {
+            "source": (kb.store.provenance(row.doc_id).get("source") if doc is None or not doc.source else doc.source),
+            "chunk_id": cid,
+            "parent_id": row.parent_id,
+        }
+        if doc is not None:
+            if doc.caption:
+                provenance["caption"] = doc.caption
+            if doc.tags:
+                provenance["tags"] = list(doc.tags)
+            if doc.metadata:
+                provenance["metadata"] = dict(doc.metadata)
+            if doc.width and doc.height:
+                provenance["image_size"] = (doc.width, doc.height)
+        if cid in cosine:
+            provenance["cosine"] = round(float(cosine[cid]), 4)
+        items.append(EvidenceItem(
+            number=len(items) + 1,
+            chunk_id=cid,
+            doc_id=row.doc_id,
+            level=row.level,
+            score=float(score),
+            paths=tuple(paths.get(cid, ())) or ("visual",),
+            summary=row.description or (doc.caption if doc and doc.caption else row.doc_id),
+            provenance=provenance,
+            box=row.box,
+            thumbnail=thumbs.get(row.doc_id) if thumbnails else None,
+        ))
+    return items

@@ -1,0 +1,344 @@
+"""`Kira`: the five stages end to end over a knowledge base, one `ask` at a time.
+
+Variants (cumulative, the paper's ablation; `VARIANTS`):
+
+===================  ===============================================================
+visual_only          path A only: the visual index, queried with the image and/or
+                     the question embedded into image space
+dual_path            + path B, the description index, fused by weighted RRF
+query_expansion      + captioner hypotheses and concept-bank concepts as extra queries
+multi_hop            + residual hops (core) and compound-document expansion (core)
+grounded             + ReAG critic over the evidence and the grounding verifier
+full                 + ReAG fine-grained retrieval (query crops) and the cross-encoder
+                     re-rank when the stack has one
+===================  ===============================================================
+
+Every variant generates with the same generator. Variants below "grounded" run neither
+critic nor verifier, so their claims carry no grounding scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from kira.config import KiraConfig
+from kira.images import ImageLike, load_image
+from kira.pipeline.concepts import ConceptBank, builtin_banks
+from kira.pipeline.evidence import build_items
+from kira.pipeline.fine import choose_region, fine_ranking
+from kira.pipeline.hops import expand_groups, residual_hop_rankings
+from kira.pipeline.query import Fused, Ranking, encode_query, expand_query, fuse, rerank, text_rankings, visual_rankings
+from kira.reasoning.types import Answer, EvidencePack
+
+log = logging.getLogger(__name__)
+
+VARIANTS: tuple[str, ...] = ("visual_only", "dual_path", "query_expansion", "multi_hop", "grounded", "full")
+
+
+@dataclass
+class Result:
+    """What `Kira.ask` returns.
+
+    answer: the verified `Answer` (text with [Evidence N] citations, claims, reasoning).
+    evidence: the `EvidencePack` the generator saw (``dropped``: what the critic removed).
+    card: the `kira.explain.RationaleCard` (``to_text()``, ``to_json()``, ``to_html()``).
+    timings: stage -> milliseconds. trace: what each stage did (rankings, hops, notes).
+    """
+
+    question: str | None
+    answer: Answer
+    evidence: EvidencePack
+    card: Any
+    timings: dict[str, float] = field(default_factory=dict)
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.answer.text
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000.0
+
+
+def _thumb(image: np.ndarray, side: int = 160) -> np.ndarray:
+    from PIL import Image
+
+    im = Image.fromarray(image)
+    im.thumbnail((side, side))
+    return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+
+class Kira:
+    """Ask questions of a knowledge base.
+
+    Parameters
+    ----------
+    kb: a `kira.KnowledgeBase`.
+    models: the model stack (default: the knowledge base's).
+    generator: a `kira.reasoning.Generator` (default `TemplateGenerator()`).
+    config: constants (default: the knowledge base's config).
+    concept_banks: `ConceptBank`s for query expansion (default: the built-in four domains).
+    critic: an `EvidenceCritic` (default: the stack's critic if any, else `SimilarityCritic`).
+    max_per_document: at most this many chunks of one document in the evidence pack.
+    """
+
+    def __init__(
+        self,
+        kb: Any,
+        *,
+        models: Any = None,
+        generator: Any = None,
+        config: KiraConfig | None = None,
+        concept_banks: Sequence[ConceptBank] | None = None,
+        critic: Any = None,
+        max_per_document: int = 2,
+    ) -> None:
+        self.kb = kb
+        self._models = models
+        if generator is None:
+            from kira.reasoning import TemplateGenerator
+
+            generator = TemplateGenerator()
+        self.generator = generator
+        self.config = config or kb.config
+        self.concept_banks = list(concept_banks) if concept_banks is not None else builtin_banks()
+        self._critic = critic
+        self._verifier: Any = None
+        if max_per_document < 1:
+            raise ValueError(f"max_per_document must be >= 1; got {max_per_document}")
+        self.max_per_document = max_per_document
+
+    @property
+    def models(self) -> Any:
+        return self._models if self._models is not None else self.kb.models
+
+    @property
+    def critic(self) -> Any:
+        if self._critic is None:
+            stack_critic = getattr(self.models, "critic", None)
+            if stack_critic is not None:
+                self._critic = _StackCritic(stack_critic, self.config.grounding.critic_threshold)
+            else:
+                from kira.reasoning import SimilarityCritic
+
+                self._critic = SimilarityCritic(self.models.text, self.config.grounding)
+        return self._critic
+
+    @property
+    def verifier(self) -> Any:
+        if self._verifier is None:
+            from kira.reasoning import GroundingVerifier
+
+            self._verifier = GroundingVerifier(self.models.text, self.config.grounding)
+        return self._verifier
+
+    def ask(
+        self,
+        question: str | None = None,
+        *,
+        image: ImageLike | None = None,
+        top_k: int = 5,
+        variant: str = "full",
+        levels: Sequence[str] | None = None,
+    ) -> Result:
+        """Answer `question` (text), about `image`, or both, from the knowledge base.
+
+        Parameters
+        ----------
+        top_k: evidence items handed to the generator (before the critic's cut).
+        variant: one of `VARIANTS`.
+        levels: granularity selection: restrict retrieval to chunks at these levels
+            ("document", "region", "patch", "passage"); None = all.
+
+        Returns a `Result`. An empty knowledge base gives an answer that says no
+        evidence was found. Raises ValueError for no question and no image, an
+        unknown variant or level, top_k < 1, or an unusable image.
+        """
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1; got {top_k}")
+        question = (question or "").strip()
+        pixels = load_image(image) if image is not None else None
+        if not question and pixels is None:
+            raise ValueError("ask needs a question, an image, or both")
+        level = VARIANTS.index(variant)
+        cfg = self.config
+        timer = _Timer()
+        trace: dict[str, Any] = {"variant": variant, "notes": []}
+        kb = self.kb
+        kb.refresh()
+        allow = None
+        if levels is not None:
+            from kira.reasoning.types import LEVELS
+
+            bad = set(levels) - set(LEVELS)
+            if bad:
+                raise ValueError(f"unknown levels {sorted(bad)}; choose from {LEVELS}")
+            allow = kb.level_ids(levels)
+        empty = kb.index("visual") is None and kb.index("text") is None
+        expansions: list[tuple[str, np.ndarray, float]] = []
+        hop_info: dict[str, Any] = {"hops": [], "stop_reason": None}
+        rankings: list[Ranking] = []
+        fused = Fused(np.zeros(0, np.int64), np.zeros(0, np.float32), {}, {})
+        if not empty:
+            stack = self.models
+            with timer.stage("encode"):
+                q = encode_query(kb, stack, question, pixels)
+            trace["notes"] += list(q.notes)
+            with timer.stage("visual_search"):
+                visual = visual_rankings(kb, q, cfg.retrieval, allow)
+                if level == 0 and pixels is not None:
+                    visual = visual[:1]  # the image alone, as the paper's visual-only baseline
+                rankings += visual
+            if level >= 2:
+                with timer.stage("expansion"):
+                    expansions = expand_query(stack, q, pixels, self.concept_banks, cfg.retrieval)
+            if level >= 1:
+                with timer.stage("text_search"):
+                    rankings += text_rankings(kb, q, expansions, cfg.retrieval, allow)
+            if level >= 5 and pixels is not None and cfg.retrieval.fine_grained:
+                with timer.stage("fine"):
+                    crop = choose_region(kb, stack, pixels, q, cfg)
+                    if crop is not None:
+                        rankings.append(fine_ranking(kb, crop, cfg, allow))
+                        trace["fine_box"] = crop.box
+            if level >= 3:
+                with timer.stage("hops"):
+                    start = q.image_vector if q.image_vector is not None else q.text_in_image
+                    if start is not None:
+                        hops = residual_hop_rankings(kb, start, cfg, allow)
+                        rankings += hops.rankings
+                        hop_info = {"hops": hops.hops, "stop_reason": hops.stop_reason}
+            with timer.stage("fusion"):
+                fused = fuse(rankings, cfg.retrieval)
+            if level >= 3:
+                with timer.stage("compound"):
+                    trace["compound_added"] = expand_groups(kb, fused, cfg)
+            if level >= 5 and getattr(stack, "reranker", None) is not None:
+                with timer.stage("rerank"):
+                    head = fused.ids[: 4 * top_k]
+                    desc = {cid: row.description for cid, row in kb.store.chunks(head).items()}
+                    trace["reranked"] = rerank(stack, question, fused, desc, cfg.retrieval, len(head))
+        trace["rankings"] = [
+            {"path": r.path, "query": r.query, "weight": round(r.weight, 4), "n": int(len(r.ids)),
+             "top": r.ids[:5].tolist()} for r in rankings
+        ]
+        with timer.stage("evidence"):
+            candidates = _diverse(kb, fused, self.max_per_document, (2 * top_k) if level >= 4 else top_k)
+            items = build_items(kb, [c for c, _ in candidates], [s for _, s in candidates], fused.paths, fused.cosine)
+        critic_card = None
+        dropped: list[Any] = []
+        if level >= 4:
+            with timer.stage("critic"):
+                decision = self.critic.filter(question, items, cfg.grounding.critic_threshold)
+            from kira.explain.card import critic_summary
+
+            critic_card = critic_summary(decision)
+            kept = list(decision.kept)[:top_k]
+            dropped = list(decision.dropped)
+        else:
+            kept = items[:top_k]
+        pack = EvidencePack.from_items(question, kept, dropped)
+        with timer.stage("generate"):
+            answer = self.generator.generate(question, pack)
+        if level >= 4:
+            with timer.stage("verify"):
+                answer = self.verifier.verify(answer, pack)
+        timings = dict(timer.ms)
+        timings["total"] = sum(timer.ms.values())
+        from kira.explain.card import RationaleCard
+
+        card = RationaleCard(
+            question=question or None,
+            answer=answer,
+            pack=pack,
+            variant=variant,
+            query_image=_thumb(pixels) if pixels is not None else None,
+            expansions=[text for text, _, _ in expansions],
+            hops=hop_info["hops"],
+            stop_reason=hop_info["stop_reason"],
+            critic=critic_card,
+            timings={k: round(v, 3) for k, v in timings.items()},
+            config=self._config_summary(variant, top_k, levels),
+        )
+        trace.update(hop_info)
+        trace["expansions"] = [(t, round(s, 4)) for t, _, s in expansions]
+        return Result(question or None, answer, pack, card, timings, trace)
+
+    def _config_summary(self, variant: str, top_k: int, levels: Sequence[str] | None) -> dict[str, Any]:
+        cfg = self.config
+        stack = self.models
+        describe = getattr(self.generator, "describe", None)
+        return {
+            "variant": variant,
+            "top_k": top_k,
+            "levels": list(levels) if levels is not None else "all",
+            "alpha": cfg.retrieval.visual_weight,
+            "rrf_k": cfg.retrieval.rrf_k,
+            "beta": cfg.hops.beta,
+            "max_hops": cfg.hops.max_hops,
+            "hop_confidence": cfg.hops.confidence,
+            "critic_threshold": cfg.grounding.critic_threshold,
+            "hallucination_threshold": cfg.grounding.hallucination_threshold,
+            "generator": describe() if callable(describe) else type(self.generator).__name__,
+            "image_encoder": type(stack.image).__name__ if stack is not None else None,
+            "text_encoder": type(stack.text).__name__ if stack is not None else None,
+            "adapter": type(self.kb.adapter).__name__ if self.kb.adapter is not None else None,
+        }
+
+
+def _diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> list[tuple[int, float]]:
+    """The best `n` fused chunks with at most `per_doc` from any one document."""
+    if not len(fused.ids):
+        return []
+    head = fused.ids[: max(n * 4, 50)].tolist()
+    rows = kb.store.chunks(head)
+    counts: dict[str, int] = {}
+    out: list[tuple[int, float]] = []
+    for cid, score in zip(head, fused.scores[: len(head)].tolist()):
+        row = rows.get(cid)
+        if row is None:
+            continue
+        if counts.get(row.doc_id, 0) >= per_doc:
+            continue
+        counts[row.doc_id] = counts.get(row.doc_id, 0) + 1
+        out.append((cid, score))
+        if len(out) >= n:
+            break
+    return out
+
+
+class _StackCritic:
+    """Adapts a model-layer `Critic` (relevance(question, texts)) to kira.reasoning's EvidenceCritic."""
+
+    def __init__(self, critic: Any, threshold: float) -> None:
+        self.inner = critic
+        self.threshold = threshold
+
+    def probabilities(self, question: str, items: Sequence[Any]) -> list[float]:
+        if not items:
+            return []
+        return [float(p) for p in self.inner.relevance(question, [i.summary for i in items])]
+
+    def filter(self, question: str, items: Sequence[Any], threshold: float | None = None):
+        from kira.reasoning.critic import filter_by_probability
+
+        return filter_by_probability(items, self.probabilities(question, items),
+                                     self.threshold if threshold is None else threshold)
