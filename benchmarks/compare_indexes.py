@@ -85,6 +85,17 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def malloc_trim() -> Callable[[], object]:
+    """glibc's malloc_trim(0): hand freed heap pages back, so RSS counts live memory only."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        return lambda: libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        return lambda: None
+
+
 def table(header: list[str], rows: list[list[object]]) -> None:
     def cell(v: object) -> str:
         if isinstance(v, float):
@@ -244,8 +255,35 @@ def hnsw_peers(x: np.ndarray, m: int, efc: int, threads: int, faiss, hnswlib, us
     return peers
 
 
+def memory_child(name: str, n: int, d: int, m: int, efc: int, threads: int) -> None:
+    """Runs in a fresh process: prints the RSS growth (bytes) of building one index."""
+    x = clustered(n, d, sample=0)
+    faiss = optional("faiss") if name.startswith("faiss") else None
+    hnswlib = optional("hnswlib") if name == "hnswlib" else None
+    us = optional("usearch.index") if name == "usearch" else None
+    peer = next(p for p in hnsw_peers(x, m, efc, threads, faiss, hnswlib, us.Index if us else None) if p.name == name)
+    trim = malloc_trim()
+    trim()
+    before = rss_bytes()
+    index = peer.build()
+    trim()
+    print(rss_bytes() - before)
+    del index
+
+
+def child_memory(name: str, n: int, d: int, m: int, efc: int, threads: int) -> float:
+    """RSS growth in MiB of building `name` alone in a fresh interpreter (no allocator reuse)."""
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, __file__, "--memory-child", name, str(n), str(d), str(m), str(efc), str(threads)],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    return int(out[0]) / 2**20
+
+
 def hnsw_section(x: np.ndarray, q: np.ndarray, m: int, efc: int, efs: list[int], threads: int,
-                 faiss, hnswlib, usearch_index) -> None:
+                 faiss, hnswlib, usearch_index, measure_memory: bool = True) -> None:
     n, d = x.shape
     print(f"### HNSW, {n:,} x {d}, M = {m}, ef_construction = {efc}, k = {K}, build threads = {threads}\n")
     flat = _core.FlatIndex(d)
@@ -255,20 +293,20 @@ def hnsw_section(x: np.ndarray, q: np.ndarray, m: int, efc: int, efs: list[int],
     built = []
     rows = []
     for peer in hnsw_peers(x, m, efc, threads, faiss, hnswlib, usearch_index):
-        before = rss_bytes()
         t = time.perf_counter()
         index = peer.build()
         build_s = time.perf_counter() - t
-        rss = rss_bytes() - before
         built.append((peer, index))
         own = peer.memory(index)
-        rows.append([peer.name, build_s, rss / 2**20, own / 2**20 if own else "-"])
+        rss = child_memory(peer.name, n, d, m, efc, threads) if measure_memory else float("nan")
+        rows.append([peer.name, build_s, rss, own / 2**20 if own else "-"])
     fastest = min(r[1] for r in rows)
     hl_mem = next((r[2] for r in rows if r[0] == "hnswlib"), None)
     for r in rows:
         r.insert(2, r[1] / fastest)
         r.append(r[3] / hl_mem if hl_mem else "-")
-    table(["index", "build s", "build / fastest", "RSS growth MiB", "own report MiB", "RSS / hnswlib"], rows)
+    table(["index", "build s", "build / fastest", "RSS growth MiB (own process)", "own report MiB",
+           "RSS / hnswlib"], rows)
 
     sweep = {}
     rows = []
@@ -347,8 +385,13 @@ def main() -> None:
     p.add_argument("--ef-construction", type=int, default=200)
     p.add_argument("--ef", type=int, nargs="+", default=[16, 32, 64, 128, 256])
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="build threads for every library")
-    p.add_argument("--skip", nargs="*", default=[], choices=["bandwidth", "exact", "hnsw", "overhead"])
+    p.add_argument("--skip", nargs="*", default=[], choices=["bandwidth", "exact", "hnsw", "overhead", "memory"])
+    p.add_argument("--memory-child", nargs=6, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.memory_child:
+        name, *nums = args.memory_child
+        memory_child(name, *map(int, nums))
+        return
     if args.quick:
         args.n, args.dims, args.queries, args.ef_construction = 20_000, [128], 300, 100
     hnsw_dims = args.dims if args.hnsw_dims is None else args.hnsw_dims
@@ -369,7 +412,7 @@ def main() -> None:
             exact_section(x, q, args.queries, bw_all, faiss)
         if "hnsw" not in args.skip and d in hnsw_dims:
             hnsw_section(x, q, args.M, args.ef_construction, args.ef, args.threads, faiss, hnswlib,
-                         usearch.Index if usearch else None)
+                         usearch.Index if usearch else None, "memory" not in args.skip)
     if "overhead" not in args.skip:
         overhead_section(hnswlib, faiss)
 

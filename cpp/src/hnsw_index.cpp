@@ -103,6 +103,10 @@ void HNSWIndex::set_ef_search(std::size_t ef) {
   ef_search_.store(ef, std::memory_order_relaxed);
 }
 
+std::unique_lock<std::mutex> HNSWIndex::lock_node(std::uint32_t node) const {
+  return parallel_insert_ ? std::unique_lock<std::mutex>(node_locks_[node]) : std::unique_lock<std::mutex>();
+}
+
 std::uint32_t* HNSWIndex::links(std::uint32_t node, int level) {
   if (level == 0) return links0_.data() + static_cast<std::size_t>(node) * (m0_ + 1);
   return upper_[node].data() + static_cast<std::size_t>(level - 1) * (params_.M + 1);
@@ -222,7 +226,7 @@ void HNSWIndex::select_neighbors(std::vector<Scored>& candidates, std::size_t m,
 // Sets node's links at level to `chosen` merged with any links other threads added
 // meanwhile, pruned to the level's capacity.
 void HNSWIndex::write_links(std::uint32_t node, int level, std::vector<Scored>& chosen, std::vector<float>& scratch) {
-  std::lock_guard<std::mutex> lock(node_locks_[node]);
+  const auto lock = lock_node(node);
   std::uint32_t* l = links(node, level);
   const std::size_t cap = max_links(level);
   if (l[0] != 0) {
@@ -254,17 +258,21 @@ void HNSWIndex::insert(std::uint32_t node, const float* unit, VisitedList& visit
   if (level <= top) top_lock.unlock();  // only a new top layer keeps it to the end
 
   float ep_score = q.score(ep);
-  ep = greedy<true>(q, ep, ep_score, top, level);
+  ep = parallel_insert_ ? greedy<true>(q, ep, ep_score, top, level) : greedy<false>(q, ep, ep_score, top, level);
   std::vector<Scored> found, chosen, pruned;
   std::vector<float> scratch;
   for (int l = std::min(level, top); l >= 0; --l) {
-    search_layer<true>(q, ep, ep_score, params_.ef_construction, l, nullptr, visited, found);
+    if (parallel_insert_) {
+      search_layer<true>(q, ep, ep_score, params_.ef_construction, l, nullptr, visited, found);
+    } else {
+      search_layer<false>(q, ep, ep_score, params_.ef_construction, l, nullptr, visited, found);
+    }
     chosen = found;
     select_neighbors(chosen, params_.M, scratch);
     write_links(node, l, chosen, scratch);
     const std::size_t cap = max_links(l);
     for (const Scored& nb : chosen) {
-      std::lock_guard<std::mutex> lock(node_locks_[nb.second]);
+      const auto lock = lock_node(nb.second);
       std::uint32_t* nl = links(nb.second, l);
       if (std::find(nl + 1, nl + 1 + nl[0], node) != nl + 1 + nl[0]) continue;
       if (nl[0] < cap) {
@@ -328,11 +336,19 @@ void HNSWIndex::add(const id_t* ids, const float* vectors, std::size_t n, std::s
   const std::size_t workers = n < 256 ? 1 : resolve_threads(threads);
   std::vector<std::unique_ptr<VisitedList>> visited(workers);
   for (auto& v : visited) v = std::make_unique<VisitedList>();
-  parallel_for(n, workers, workers == 1 ? n : 64, [&](std::size_t b, std::size_t e, std::size_t w) {
-    for (std::size_t i = b; i < e; ++i)
-      insert(static_cast<std::uint32_t>(base + i), units.data() + i * dim_, *visited[w]);
-  });
+  parallel_insert_ = workers > 1;
+  try {
+    parallel_for(n, workers, workers == 1 ? n : 64, [&](std::size_t b, std::size_t e, std::size_t w) {
+      for (std::size_t i = b; i < e; ++i)
+        insert(static_cast<std::uint32_t>(base + i), units.data() + i * dim_, *visited[w]);
+    });
+  } catch (...) {
+    node_locks_.reset();
+    parallel_insert_ = false;
+    throw;
+  }
   node_locks_.reset();
+  parallel_insert_ = false;
 }
 
 void HNSWIndex::remove(const id_t* ids, std::size_t n) {

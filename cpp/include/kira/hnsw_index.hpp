@@ -112,6 +112,8 @@ class HNSWIndex final : public CosineIndex {
 
   // Only during add: one lock per node and one for (entry_, max_level_).
   std::unique_ptr<std::mutex[]> node_locks_;
+  bool parallel_insert_ = false;  // whether insert must take node_locks_
+  std::unique_lock<std::mutex> lock_node(std::uint32_t node) const;
   std::mutex entry_mutex_;
   std::unique_ptr<VisitedPool> visited_;
 };

@@ -1,0 +1,102 @@
+"""pytest-benchmark suites for kira's indexes. CI runs them with --benchmark-disable as a
+correctness pass, so the data is small; run `python -m pytest benchmarks/bench_index.py
+--benchmark-enable` for timings, and benchmarks/compare_indexes.py for the peer comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kira import _core
+
+N, DIM, K = 5_000, 64, 10
+
+
+def clustered(n: int, d: int, *, sample: int, seed: int = 0, intrinsic: int = 10, centers: int = 64) -> np.ndarray:
+    """Seeded clustered vectors of low intrinsic dimension (as benchmarks/compare_indexes.py)."""
+    g = np.random.default_rng(seed)
+    proj = g.standard_normal((intrinsic, d)) / np.sqrt(intrinsic)
+    scale = g.uniform(0.5, 2.0, d)
+    mu = g.standard_normal((centers, intrinsic)) * 2.0
+    s = np.random.default_rng([seed, sample + 1])
+    z = mu[s.integers(0, centers, n)] + s.standard_normal((n, intrinsic))
+    return np.sin((z @ proj) * scale).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = clustered(N, DIM, sample=0)
+    q = clustered(200, DIM, sample=1)
+    flat = _core.FlatIndex(DIM)
+    flat.add(np.arange(N), x)
+    return x, q, flat.search(q, K)[0]
+
+
+@pytest.fixture(scope="module")
+def hnsw(data) -> _core.HNSWIndex:
+    x, _, _ = data
+    index = _core.HNSWIndex(DIM, M=16, ef_construction=100)
+    index.add(np.arange(N), x)
+    index.ef_search = 64
+    return index
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean([len(np.intersect1d(a, b)) / K for a, b in zip(found, truth)]))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i8"])
+def test_flat_single_query(benchmark, data, dtype):
+    x, q, truth = data
+    index = _core.FlatIndex(DIM, dtype=dtype)
+    index.add(np.arange(N), x)
+    ids, _ = benchmark(index.search, q[0], K)
+    assert len(np.intersect1d(ids[0], truth[0])) >= 9
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i8"])
+def test_flat_batch(benchmark, data, dtype):
+    x, q, truth = data
+    index = _core.FlatIndex(DIM, dtype=dtype)
+    index.add(np.arange(N), x)
+    ids, _ = benchmark(index.search, q, K)
+    assert recall(ids, truth) >= 0.95
+
+
+def test_hnsw_single_query(benchmark, data, hnsw):
+    _, q, truth = data
+    ids, _ = benchmark(hnsw.search, q[0], K)
+    assert len(np.intersect1d(ids[0], truth[0])) >= 8
+
+
+def test_hnsw_batch(benchmark, data, hnsw):
+    _, q, truth = data
+    ids, _ = benchmark(hnsw.search, q, K)
+    assert recall(ids, truth) >= 0.95
+
+
+def test_hnsw_build(benchmark, data):
+    x, _, _ = data
+    sub = x[:1000]
+
+    def build() -> _core.HNSWIndex:
+        index = _core.HNSWIndex(DIM, M=16, ef_construction=100)
+        index.add(np.arange(len(sub)), sub)
+        return index
+
+    index = benchmark.pedantic(build, rounds=1, iterations=1)
+    assert len(index) == 1000
+
+
+def test_save_load(benchmark, data, tmp_path):
+    x, q, _ = data
+    index = _core.FlatIndex(DIM)
+    index.add(np.arange(N), x)
+    path = tmp_path / "flat.kira"
+
+    def round_trip() -> _core.FlatIndex:
+        index.save(path)
+        return _core.FlatIndex.load(path)
+
+    loaded = benchmark(round_trip)
+    np.testing.assert_array_equal(loaded.search(q, K)[0], index.search(q, K)[0])
