@@ -9,9 +9,23 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#if defined(_MSC_VER)
+#include <intrin.h>
+#endif
 
 namespace kira {
 namespace {
+
+// Index of the lowest set bit of a non-zero word.
+inline std::size_t lowest_bit(std::uint64_t m) {
+#if defined(_MSC_VER)
+  unsigned long i;
+  _BitScanForward64(&i, m);
+  return i;
+#else
+  return static_cast<std::size_t>(__builtin_ctzll(m));
+#endif
+}
 
 struct Run {
   std::uint32_t row, c0, c1;  // cells [c0, c1) of row
@@ -99,19 +113,46 @@ Regions extract_regions(const float* attention, std::size_t h, std::size_t w,
   });
   const double threshold = mean + options.k_sigma * std::sqrt(sq / static_cast<double>(n));
 
-  // Runs of salient cells (attention > threshold), row by row, joined to the row above.
+  // For a float v, v > threshold (in double) exactly when v > float_threshold: the largest
+  // float not above threshold. Comparing floats lets the mask loop vectorise.
+  float float_threshold = static_cast<float>(threshold);
+  if (static_cast<double>(float_threshold) > threshold) {
+    float_threshold = std::nextafter(float_threshold, -std::numeric_limits<float>::infinity());
+  }
+
+  // Runs of salient cells, row by row, joined to the row above. Each row is turned into a
+  // bitmask 64 cells at a time, and runs are read off the bitmask with count-trailing-zeros.
   const std::uint32_t reach = options.connectivity == 8 ? 1 : 0;  // diagonal overlap allowance
   std::vector<Run> runs;
+  const std::size_t words = (w + 63) / 64;
+  std::vector<std::uint64_t> bits(words);
   std::size_t prev_begin = 0, prev_end = 0;
   for (std::uint32_t r = 0; r < h; ++r) {
     const float* row = attention + static_cast<std::size_t>(r) * w;
     const std::size_t begin = runs.size();
-    for (std::uint32_t c = 0; c < w;) {
-      if (!(static_cast<double>(row[c]) > threshold)) { ++c; continue; }
-      const std::uint32_t c0 = c;
-      while (c < w && static_cast<double>(row[c]) > threshold) ++c;
+    for (std::size_t word = 0; word < words; ++word) {
+      const std::size_t base = word * 64, count = std::min<std::size_t>(64, w - base);
+      std::uint64_t m = 0;
+      for (std::size_t j = 0; j < count; ++j) {
+        m |= static_cast<std::uint64_t>(row[base + j] > float_threshold) << j;
+      }
+      bits[word] = m;
+    }
+    // Walk the bitmask: a run starts at the next set bit and ends at the next clear bit.
+    std::size_t c = 0;
+    while (c < w) {
+      std::size_t word = c >> 6;
+      std::uint64_t m = bits[word] & (~std::uint64_t{0} << (c & 63));
+      while (m == 0 && ++word < words) m = bits[word];
+      if (m == 0) break;
+      const std::size_t c0 = word * 64 + lowest_bit(m);
+      std::uint64_t z = ~bits[word] & (~std::uint64_t{0} << (c0 & 63));
+      while (z == 0 && ++word < words) z = ~bits[word];
+      const std::size_t c1 =
+          z == 0 ? w : std::min(w, word * 64 + lowest_bit(z));
       const auto idx = static_cast<std::uint32_t>(runs.size());
-      runs.push_back(Run{r, c0, c, idx});
+      runs.push_back(Run{r, static_cast<std::uint32_t>(c0), static_cast<std::uint32_t>(c1), idx});
+      c = c1;
     }
     const std::size_t end = runs.size();
     // Two-pointer sweep: run a (this row) touches run b (row above) when their column
