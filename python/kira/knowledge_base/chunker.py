@@ -30,7 +30,8 @@ class ChunkPlan:
     level: str
     box: tuple[int, int, int, int] | None  # x0, y0, x1, y1 (x1, y1 exclusive); None for the document
     parent: int | None  # index into the same image's plan list; None for the document
-    description: str = ""
+    description: str = ""  # stored and shown as evidence
+    embed_text: str = ""  # what the sentence encoder embeds (the description without the location)
     score: float = 1.0  # region saliency; 1.0 for document/patch
 
 
@@ -124,22 +125,25 @@ def plan_image(
 def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captioner, *, caption_children: bool) -> None:
     """Fill every chunk's description in place.
 
-    The document gets the user's caption and tags (or, without either, the captioner's
-    description of the image). Regions and patches get the document's text plus where
+    The document gets the user's caption and tags followed by the captioner's
+    description of the image (or the captioner's description alone). Regions and patches get the document's text plus where
     they are, and, when `caption_children`, the captioner's description of the crop.
+    The embedded text leaves the location out, so children without their own caption
+    share the document's text vector (encoded once).
     """
     head = caption.strip() if caption else ""
     if tags:
         head = f"{head}; tags: {', '.join(tags)}" if head else f"tags: {', '.join(tags)}"
     if not head and captioner is not None:
         head = captioner.caption(plan.image)
-    plan.chunks[0].description = head
+    whole = captioner.caption(plan.image) if captioner is not None and head else ""
+    plan.chunks[0].description = "; ".join(p for p in (head, whole) if p)
+    plan.chunks[0].embed_text = plan.chunks[0].description
     h, w = plan.image.shape[:2]
     crops = plan.crops()
     for chunk, crop in zip(plan.chunks[1:], crops[1:]):
         x0, y0, x1, y1 = chunk.box  # type: ignore[misc]
         where = f"{chunk.level} at x {x0}-{x1}, y {y0}-{y1} of {w}x{h}"
-        parts = [p for p in (head, where) if p]
-        if caption_children and captioner is not None:
-            parts.append(captioner.caption(crop))
-        chunk.description = "; ".join(parts)
+        crop_text = captioner.caption(crop) if caption_children and captioner is not None else ""
+        chunk.description = "; ".join(p for p in (head, where, crop_text) if p)
+        chunk.embed_text = "; ".join(p for p in (head, crop_text) if p) or where

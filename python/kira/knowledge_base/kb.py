@@ -53,6 +53,16 @@ def _thumbnail_png(image: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def _encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:
+    """Encode each distinct text once."""
+    unique = list(dict.fromkeys(texts))
+    vectors = _encode(encoder, unique)
+    if len(unique) == len(texts):
+        return vectors
+    row = {t: i for i, t in enumerate(unique)}
+    return np.ascontiguousarray(vectors[[row[t] for t in texts]]) if texts else vectors
+
+
 def _encode(encoder: Any, items: Sequence[Any]) -> np.ndarray:
     parts = [np.asarray(encoder.encode(list(items[i : i + ENCODE_BATCH])), dtype=np.float32)
              for i in range(0, len(items), ENCODE_BATCH)]
@@ -106,7 +116,7 @@ class KnowledgeBase:
         *,
         index: str = "flat",
         levels: Sequence[str] = LEVELS,
-        caption_children: bool = True,
+        caption_children: bool = False,
     ) -> KnowledgeBase:
         """Create a new, empty knowledge base directory at `path` and open it for writing.
 
@@ -117,7 +127,8 @@ class KnowledgeBase:
             (loaded on first use).
         index: 'flat' (exact search) or 'hnsw' (graph index for large bases).
         levels: chunk levels to store per image (the document level is always stored).
-        caption_children: describe each region/patch crop with the captioner too.
+        caption_children: describe each region/patch crop with the captioner too (one
+            sentence-encoder pass per chunk instead of per document: slower ingest).
 
         Raises ValueError if `path` already holds a knowledge base or a non-empty directory.
         """
@@ -320,10 +331,10 @@ class KnowledgeBase:
                          caption_children=self.caption_children)
                 plans.append(plan)
                 crops += plan.crops()
-                texts += [c.description or item["doc_id"] for c in plan.chunks]
+                texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
             texts += list(item.get("passages", ()))
         visual = _encode(stack.image, crops)
-        text = _encode(stack.text, texts)
+        text = _encode_texts(stack.text, texts)
         new_ids: dict[str, list[int]] = {"visual": [], "text": []}
         new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
         vi = ti = 0
@@ -358,7 +369,8 @@ class KnowledgeBase:
                     for chunk in plan.chunks:
                         parent = chunk_ids[chunk.parent] if chunk.parent is not None else None
                         cid = self.store.insert_chunk(item["doc_id"], chunk.level, parent_id=parent, box=chunk.box,
-                                                      description=texts[ti], visual=visual[vi], text=text[ti])
+                                                      description=chunk.description or texts[ti], visual=visual[vi],
+                                                      text=text[ti])
                         new_ids["visual"].append(cid)
                         new_rows["visual"].append(visual[vi])
                         new_ids["text"].append(cid)
@@ -621,7 +633,7 @@ class KnowledgeBase:
 
         ids = self.store.captioned_document_ids()
         bridge = None
-        path = self.path / "bridge"
+        path = self.path / "bridge.npz"
         fitted_on = int(self.store.get_meta("bridge_fitted_on", "0") or 0)
         if len(ids) >= 2 and self.vectors is not None:
             if fitted_on == len(ids) and self.store.get_meta("bridge_file"):

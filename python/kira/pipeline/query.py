@@ -41,6 +41,7 @@ class QueryVectors:
     text_in_image: np.ndarray | None = None  # question in the visual index's space
     text_vector: np.ndarray | None = None  # question (or image caption) in text space
     text_query: str = ""  # what text_vector encodes
+    text_from_caption: bool = False  # text_vector describes the query image (no question)
     notes: tuple[str, ...] = ()
 
 
@@ -76,6 +77,7 @@ def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None) -
         if caption:
             out.text_vector = _unit(np.asarray(stack.text.encode([caption]), dtype=np.float32)[0])
             out.text_query = caption
+            out.text_from_caption = True
     out.notes = tuple(notes)
     return out
 
@@ -116,7 +118,8 @@ def text_rankings(
     queries, meta = [], []
     if q.text_vector is not None:
         queries.append(q.text_vector)
-        meta.append(("text", config.text_weight, q.text_query))
+        # A generated description of the query image is weaker evidence than a question.
+        meta.append(("text", config.text_weight * (0.5 if q.text_from_caption else 1.0), q.text_query))
     for text, vector, sim in expansions:
         queries.append(vector)
         meta.append(("expansion", config.text_weight * 0.5 * max(sim, 0.0), text))
@@ -132,10 +135,10 @@ def expand_query(
     """Query expansion: captioner hypotheses + concept-bank concepts, de-duplicated and scored.
 
     Returns (text, unit text vector, cosine to the question) best first; texts equal to
-    the question (case-insensitively) are dropped.
+    the question (case-insensitively) are dropped. Image-only queries get no expansions.
     """
-    if q.text_vector is None:
-        return []
+    if q.text_vector is None or q.text_from_caption:
+        return []  # expansions are scored against the question; a generated image caption is too weak a query
     candidates: list[str] = []
     captioner = getattr(stack, "captioner", None)
     if captioner is not None and config.expansion_hypotheses > 0:

@@ -1,0 +1,145 @@
+"""`VisualRAG`: the visual-rag reference repository's API, unchanged, on top of kira.
+
+    rag = VisualRAG()
+    rag.add_image("img_cat", pixels, tags=["cat"], caption="an orange cat on a sofa")
+    rag.build()
+    out = rag.answer("an orange cat indoors", top_k=2)
+    out.results[0].image_id, out.context.render(), out.answer.text, out.answer.citations
+
+Its four seams map onto kira's: embedder -> the model stack (`models=`), index -> the
+knowledge base's core indexes, context builder -> the evidence pack, generator ->
+`generator=` (deterministic template generator by default). `answer` also takes a probe
+image (array or path) instead of text. In memory by default (a temporary directory that
+is removed on `close()`); pass `path=` to keep the knowledge base.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from kira.images import ImageLike
+from kira.reasoning.types import Answer, EvidencePack
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One retrieved image: its id, best score, caption and tags."""
+
+    image_id: str
+    score: float
+    caption: str | None
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RAGOutput:
+    """What `VisualRAG.answer` returns: results (per image, best first), the context, the answer."""
+
+    query: str | None
+    results: list[SearchResult]
+    context: EvidencePack
+    answer: Answer
+
+
+class VisualRAG:
+    """Add images, build, answer. See the module docstring.
+
+    Parameters
+    ----------
+    models: a model stack (default `kira.models.load_default()`).
+    generator: a `kira.reasoning.Generator` (default TemplateGenerator).
+    path: where to keep the knowledge base (default: a temporary directory).
+    variant: the `Kira` variant answers use (default "full").
+    """
+
+    def __init__(self, models: Any = None, generator: Any = None, *, path: str | os.PathLike | None = None,
+                 variant: str = "full", config: Any = None) -> None:
+        from kira.knowledge_base import KnowledgeBase
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="kira-visualrag-") if path is None else None
+        self.path = Path(self._tmp.name) / "kb" if self._tmp is not None else Path(path)  # type: ignore[arg-type]
+        if (self.path / "kira.sqlite").is_file():
+            self.kb = KnowledgeBase.open(self.path, models=models)
+        else:
+            self.kb = KnowledgeBase.create(self.path, config=config, models=models)
+        self._generator = generator
+        self._variant = variant
+        self._pending: list[dict[str, Any]] = []
+        self._kira: Any = None
+
+    def add_image(self, image_id: str, pixels: ImageLike, *, tags: Sequence[str] = (), caption: str | None = None,
+                  metadata: dict[str, Any] | None = None) -> None:
+        """Queue an image (array, PIL image or path); it is indexed by `build()`.
+
+        Raises ValueError for a duplicate id or an unusable image.
+        """
+        from kira.images import load_image
+
+        image_id = str(image_id)
+        if any(p["doc_id"] == image_id for p in self._pending) or self.kb.store.has_document(image_id):
+            raise ValueError(f"image id {image_id!r} was already added")
+        self._pending.append(dict(
+            pixels=load_image(pixels), doc_id=image_id, caption=caption, tags=tuple(tags), metadata=dict(metadata or {}),
+            source=str(pixels) if isinstance(pixels, (str, os.PathLike)) else None, sequence=None, view=None,
+        ))
+
+    def build(self) -> None:
+        """Chunk, embed and index every queued image (one batch), and commit."""
+        if self._pending:
+            self.kb._add_images(self._pending)
+            self._pending = []
+        self.kb.commit()
+
+    def answer(self, query: str | ImageLike | None = None, *, top_k: int = 3, image: ImageLike | None = None) -> RAGOutput:
+        """Retrieve the `top_k` best images for a text query or a probe image (or both) and answer.
+
+        `query` may be text, or an image (array, PIL image or path to an existing file)
+        in place of the text. Citations are evidence numbers in `out.context`, never
+        outside it. Raises ValueError before `build()` was called on queued images.
+        """
+        if self._pending:
+            raise ValueError("call build() after add_image() before answer()")
+        question: str | None = None
+        if isinstance(query, str) and not (os.path.isfile(query) and image is None and _looks_like_image(query)):
+            question = query
+        elif query is not None:
+            image = query
+        if self._kira is None:
+            from kira.pipeline import Kira
+
+            self._kira = Kira(self.kb, generator=self._generator)
+        result = self._kira.ask(question, image=image, top_k=top_k, variant=self._variant)
+        best: dict[str, float] = {}
+        for item in result.evidence.items:
+            best[item.doc_id] = max(best.get(item.doc_id, -np.inf), item.score)
+        docs = self.kb.documents(best)
+        results = [
+            SearchResult(d, float(s), docs[d].caption if d in docs else None, docs[d].tags if d in docs else ())
+            for d, s in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        ][:top_k]
+        return RAGOutput(question, results, result.evidence, result.answer)
+
+    def close(self) -> None:
+        """Commit and close the knowledge base; a temporary one is deleted."""
+        self.kb.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> VisualRAG:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _looks_like_image(path: str) -> bool:
+    from kira.knowledge_base.ingest import IMAGE_SUFFIXES
+
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES
