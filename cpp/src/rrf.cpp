@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 namespace kira {
 
@@ -29,14 +29,22 @@ FusedRanking rrf_fuse(const std::vector<RankingView>& rankings,
 
   std::size_t total = 0;
   for (const auto& r : rankings) total += r.size;
-  std::unordered_map<id_t, std::uint32_t> slot;  // id -> index into the dense arrays
-  slot.reserve(total);
-  std::vector<id_t> ids;
-  std::vector<double> scores;
-  std::vector<std::uint32_t> last_ranking;  // ranking that last scored this id (dedupe)
-  ids.reserve(total);
-  scores.reserve(total);
-  last_ranking.reserve(total);
+
+  // Open-addressing hash table id -> slot (linear probing, power-of-two capacity, load
+  // <= 1/2). The empty key is -1, which is the padding id and never stored.
+  unsigned bits = 4;
+  while ((std::size_t{1} << bits) < 2 * total) ++bits;
+  const std::size_t capacity = std::size_t{1} << bits;
+  const unsigned shift = 64 - bits;  // Fibonacci hashing keeps the top bits
+  std::vector<id_t> keys(capacity, -1);
+  std::vector<std::uint32_t> slot_of(capacity);
+  struct Fused {
+    double score;
+    id_t id;
+    std::uint32_t last_ranking;  // ranking (1-based) that last scored this id: dedupe
+  };
+  std::vector<Fused> fused;
+  fused.reserve(total);
 
   for (std::size_t i = 0; i < rankings.size(); ++i) {
     const RankingView& r = rankings[i];
@@ -45,38 +53,38 @@ FusedRanking rrf_fuse(const std::vector<RankingView>& rankings,
     for (std::size_t pos = 0; pos < r.size; ++pos) {
       const id_t id = r.ids[pos];
       if (id == -1) continue;
-      auto [it, inserted] = slot.try_emplace(id, static_cast<std::uint32_t>(ids.size()));
-      if (inserted) {
-        ids.push_back(id);
-        scores.push_back(0.0);
-        last_ranking.push_back(0);
+      std::size_t h = static_cast<std::size_t>(
+          (static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> shift);
+      while (keys[h] != -1 && keys[h] != id) h = (h + 1) & (capacity - 1);
+      if (keys[h] == -1) {
+        keys[h] = id;
+        slot_of[h] = static_cast<std::uint32_t>(fused.size());
+        fused.push_back(Fused{0.0, id, 0});
       }
-      const std::uint32_t s = it->second;
-      if (last_ranking[s] == tag) continue;  // already counted at a better rank
-      last_ranking[s] = tag;
-      scores[s] += w / (k + static_cast<double>(pos + 1));
+      Fused& f = fused[slot_of[h]];
+      if (f.last_ranking == tag) continue;  // already counted at a better rank
+      f.last_ranking = tag;
+      f.score += w / (k + static_cast<double>(pos + 1));
     }
   }
 
-  std::vector<std::uint32_t> order(ids.size());
-  std::iota(order.begin(), order.end(), 0u);
-  auto better = [&](std::uint32_t a, std::uint32_t b) {
-    if (scores[a] != scores[b]) return scores[a] > scores[b];
-    return ids[a] < ids[b];
+  auto better = [](const Fused& a, const Fused& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.id < b.id;
   };
-  const std::size_t n = std::min(limit, order.size());
-  if (n < order.size()) {
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+  const std::size_t n = std::min(limit, fused.size());
+  if (n < fused.size()) {
+    std::partial_sort(fused.begin(), fused.begin() + static_cast<std::ptrdiff_t>(n), fused.end(),
                       better);
   } else {
-    std::sort(order.begin(), order.end(), better);
+    std::sort(fused.begin(), fused.end(), better);
   }
   FusedRanking out;
   out.ids.resize(n);
   out.scores.resize(n);
   for (std::size_t j = 0; j < n; ++j) {
-    out.ids[j] = ids[order[j]];
-    out.scores[j] = scores[order[j]];
+    out.ids[j] = fused[j].id;
+    out.scores[j] = fused[j].score;
   }
   return out;
 }
