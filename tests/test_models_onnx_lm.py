@@ -129,7 +129,7 @@ def test_smollm2_answers_and_critic_prefers_the_relevant_passage():
     ref = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     text = "<|im_start|>user\nCapital of France, 2024?<|im_end|>\n"
     assert lm.tokenizer.encode(text, add_special_tokens=False).ids == ref(text, add_special_tokens=False)["input_ids"]
-    assert "paris" in lm.complete("What is the capital of France? Answer in one word.", max_new_tokens=4).lower()
+    assert "paris" in lm.complete("What is the capital of France? Answer in one word.", max_new_tokens=10).lower()
     p = SmolLMCritic(lm).relevance("What is the capital of France?",
                                    ["Paris is the capital and largest city of France.",
                                     "A resistor limits the current in a circuit."])

@@ -69,7 +69,7 @@ def load(path: str | os.PathLike, *, prefer_cuda: bool = True, verify: bool = Tr
     manifests = [load_manifest(p, verify=verify) for p in find_manifests(path)]
     prefer_fp16 = prefer_cuda and _cuda_offered()
     chosen = _pick(manifests, prefer_fp16, notes)
-    base = load_default()
+    base = load_default(prefer_cuda=prefer_cuda)
     parts: dict[str, Any] = {}
     providers: dict[str, str] = dict(getattr(base, "providers", {}) or {})
     kw = {"prefer_cuda": prefer_cuda}
@@ -107,5 +107,6 @@ def load(path: str | os.PathLike, *, prefer_cuda: bool = True, verify: bool = Tr
         if provider and provider != "CUDAExecutionProvider" and prefer_cuda and _cuda_offered():
             notes.append(f"{name}: asked for CUDA, running on {provider}")
         logger.info("loaded %s (%s)", name, type(value).__name__)
-    base_notes = list(getattr(base, "notes", []) or [])
+    # the default's notes about parts that are now real models no longer hold
+    base_notes = [n for n in base.notes if not any(n.startswith(f"{part}:") for part in parts)]
     return dataclasses.replace(base, **parts, notes=base_notes + notes, providers=providers)
