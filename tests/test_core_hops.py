@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from kira import FlatIndex, residual_hops
+from kira import FlatIndex, HNSWIndex, residual_hops
 
 
 def unit(x):
@@ -171,6 +171,19 @@ def test_concurrent_calls_equal_serial(data):
     for t in threads:
         t.join()
     assert [results[j] for j in range(len(queries))] == serial
+
+
+def test_takes_an_hnsw_index_too(data):
+    vectors, flat = data
+    hnsw = HNSWIndex(48, M=16, ef_construction=100)
+    hnsw.add(np.arange(len(vectors), dtype=np.int64), vectors)
+    hnsw.ef_search = 200
+    q = vectors[5] + vectors[6]
+    exact = residual_hops(flat, q, 5, confidence=2.0)
+    approx = residual_hops(hnsw, q, 5, confidence=2.0)
+    assert approx.stop_reason == exact.stop_reason
+    # High ef on 3000 points: the approximate chain should find (nearly) the same ids.
+    assert len(set(approx.ids.tolist()) & set(exact.ids.tolist())) >= 0.9 * len(exact.ids)
 
 
 def test_repr_names_the_stop_reason(data):
