@@ -8,6 +8,8 @@ Heavy or optional modules are imported inside the functions that need them.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 from kira.models.protocols import (
@@ -56,13 +58,26 @@ def export(kind: str, checkpoint_dir: Any, out_dir: Any, **kwargs: Any) -> Any:
 
 def _import_submodule(name: str) -> Any:
     try:
-        module = importlib.import_module(name)
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name != name:
             raise  # the module exists but one of its own imports is missing
         raise ImportError(f"{name} is not part of this kira installation") from exc
-    # Importing kira.models.load binds the submodule as the attribute `load` of this
-    # package, shadowing the function above; put the public functions back.
-    globals()["load"] = load
-    globals()["export"] = export
-    return module
+
+
+class _ModelsPackage(types.ModuleType):
+    """Keeps `kira.models.load` the public function.
+
+    Importing the submodule kira.models.load makes the import system run
+    `setattr(kira.models, "load", <module>)`, which would shadow the function; the
+    submodule stays reachable through sys.modules and `from kira.models.load import ...`.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _PUBLIC_FUNCTIONS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_PUBLIC_FUNCTIONS = frozenset({"load", "export"})
+sys.modules[__name__].__class__ = _ModelsPackage

