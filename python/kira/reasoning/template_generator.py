@@ -65,7 +65,7 @@ _ATTRIBUTION = re.compile(
     re.I,
 )
 _ABBREVIATION = re.compile(r"(?:\b[A-Z]|\b(?:Dr|Mr|Mrs|Ms|Prof|St|vs|approx|e\.g|i\.e|Fig|No))\.$")
-_HEAD = re.compile(r"^(?:findings?|impressions?|diagnosis|conclusion|summary|description|caption|note)\s*:\s*", re.I)
+_HEAD = re.compile(r"^(?:findings?|impressions?|diagnosis|conclusion|summary|description|caption|notes?|tags?|keywords)\s*:\s*", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
 METADATA_ID_SHARE = 0.2  # sentences with at least this share of identifier tokens are bookkeeping
 SAME_SENTENCE_JACCARD = 0.65  # stem-set Jaccard at or above which two sentences state the same thing
