@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 #include <stdexcept>
 
 #include "kira/flat_index.hpp"  // check_new_ids, check_known_ids
@@ -154,22 +153,27 @@ template <bool Locked>
 void HNSWIndex::search_layer(const QueryCode& q, std::uint32_t ep, float ep_score, std::size_t ef, int level,
                              const std::uint8_t* allowed, VisitedList& visited, std::vector<Scored>& out) const {
   // allowed: per node, 1 if it may enter the results (null = every node).
-  std::priority_queue<Scored, std::vector<Scored>, BestOnTop> candidates;
-  std::priority_queue<Scored, std::vector<Scored>, WorstOnTop> results;
+  // Two binary heaps: candidates (best on top) and results (worst on top, at most ef).
+  std::vector<Scored> candidates, results;
+  candidates.reserve(4 * ef + 64);
+  results.reserve(ef + 1);
+  const BestOnTop best_on_top;
+  const WorstOnTop worst_on_top;
   const bool filtered = allowed != nullptr;
   visited.reset(level_.size());
   visited.visit(ep);
-  candidates.emplace(ep_score, ep);
+  candidates.emplace_back(ep_score, ep);
   float bound = -std::numeric_limits<float>::infinity();
   if (!filtered || allowed[ep]) {
-    results.emplace(ep_score, ep);
+    results.emplace_back(ep_score, ep);
     bound = ep_score;
   }
   LinkCopy copy;
   while (!candidates.empty()) {
-    const Scored c = candidates.top();
+    const Scored c = candidates.front();
     if (c.first < bound && (results.size() >= ef || !filtered)) break;
-    candidates.pop();
+    std::pop_heap(candidates.begin(), candidates.end(), best_on_top);
+    candidates.pop_back();
     {
       std::unique_lock<std::mutex> lock;
       if (Locked) lock = std::unique_lock<std::mutex>(node_locks_[c.second]);
@@ -183,22 +187,22 @@ void HNSWIndex::search_layer(const QueryCode& q, std::uint32_t ep, float ep_scor
       const std::uint32_t nb = copy.ids[i];
       const float s = q.score(nb);
       if (results.size() < ef || s > bound) {
-        candidates.emplace(s, nb);
+        candidates.emplace_back(s, nb);
+        std::push_heap(candidates.begin(), candidates.end(), best_on_top);
         if (!filtered || allowed[nb]) {
-          results.emplace(s, nb);
-          if (results.size() > ef) results.pop();
-          bound = results.top().first;
+          results.emplace_back(s, nb);
+          std::push_heap(results.begin(), results.end(), worst_on_top);
+          if (results.size() > ef) {
+            std::pop_heap(results.begin(), results.end(), worst_on_top);
+            results.pop_back();
+          }
+          bound = results.front().first;
         }
       }
     }
   }
-  out.clear();
-  out.reserve(results.size());
-  while (!results.empty()) {
-    out.push_back(results.top());
-    results.pop();
-  }
-  std::reverse(out.begin(), out.end());  // best first
+  out.assign(results.begin(), results.end());
+  std::sort(out.begin(), out.end(), [](const Scored& x, const Scored& y) { return x.first > y.first; });  // best first
 }
 
 void HNSWIndex::select_neighbors(std::vector<Scored>& candidates, std::size_t m, std::vector<float>& scratch) const {

@@ -156,7 +156,9 @@ std::size_t VectorStore::memory_bytes() const {
   return f32_.capacity() * 4 + f16_.capacity() * 2 + i8_.capacity() + scales_.capacity() * 4;
 }
 
-QueryCode::QueryCode(const VectorStore& store, const float* unit) : store_(store), k_(kernels()), f_(unit) {
+QueryCode::QueryCode(const VectorStore& store, const float* unit)
+    : store_(store), k_(kernels()), f_(unit), rows_(static_cast<const char*>(store.raw_rows())),
+      row_bytes_(store.row_bytes()) {
   if (store.dtype() == Dtype::i8) {
     const std::size_t d = store.dim();
     float amax = 0;
@@ -171,7 +173,7 @@ QueryCode::QueryCode(const VectorStore& store, const float* unit) : store_(store
 }
 
 QueryCode::QueryCode(const VectorStore& store, std::size_t slot, std::vector<float>& scratch)
-    : store_(store), k_(kernels()) {
+    : store_(store), k_(kernels()), rows_(static_cast<const char*>(store.raw_rows())), row_bytes_(store.row_bytes()) {
   switch (store.dtype()) {
     case Dtype::f32: f_ = store.f32_row(slot); break;
     case Dtype::f16:
@@ -211,12 +213,6 @@ void QueryCode::scan(std::size_t begin, std::size_t end, float* out, std::vector
       break;
     }
   }
-}
-
-void QueryCode::prefetch(std::size_t slot) const {
-  const char* p = static_cast<const char*>(store_.raw_rows()) + slot * store_.row_bytes();
-  __builtin_prefetch(p);
-  if (store_.row_bytes() > 64) __builtin_prefetch(p + 64);
 }
 
 }  // namespace kira

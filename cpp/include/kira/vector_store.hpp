@@ -83,7 +83,11 @@ class QueryCode {
   // out[r - begin] = score(r) for r in [begin, end).
   void scan(std::size_t begin, std::size_t end, float* out, std::vector<std::int32_t>& scratch) const;
   // Hint the row into cache ahead of score().
-  void prefetch(std::size_t slot) const;
+  void prefetch(std::size_t slot) const {
+    const char* p = rows_ + slot * row_bytes_;
+    __builtin_prefetch(p);
+    if (row_bytes_ > 64) __builtin_prefetch(p + 64);
+  }
 
  private:
   const VectorStore& store_;
@@ -92,6 +96,8 @@ class QueryCode {
   std::vector<std::int8_t> q8_;
   const std::int8_t* q8p_ = nullptr;
   float qscale_ = 1.0f;
+  const char* rows_;
+  std::size_t row_bytes_;
 };
 
 }  // namespace kira
