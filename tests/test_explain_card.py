@@ -143,3 +143,20 @@ def test_thumbnails_have_the_region_box_drawn_in_thumbnail_coordinates() -> None
     assert max(big.shape[:2]) == 160
     with pytest.raises(ValueError, match="uint8"):
         thumbnail_png(np.zeros((4, 4), np.uint8))
+
+
+def test_card_accepts_raw_pipeline_objects() -> None:
+    class Hop:  # the core's Hop shape
+        ids = np.array([4, 2, -1], np.int64)
+        confidence = np.float32(0.5)
+
+    pack = EvidencePack.from_items("q", [EvidenceItem(0, 4, "d", "document", 1.0, ("visual",), "s")])
+    decision = filter_by_probability(list(pack.items), [0.05], 0.1)
+    card = RationaleCard("q", TemplateGenerator().generate("q", pack), pack, hops=[Hop()], critic=decision,
+                         stop_reason="max_hops")
+    assert card.hops == [{"ids": [4, 2], "confidence": 0.5, "hop": 1}]
+    assert card.critic is not None and card.critic["fallback"] is True and card.critic["kept"] == [4]
+    assert validate(card.to_dict()) == []
+    assert "kept the most probable" in card.to_text() and "kept the most probable" in card.to_html()
+    with pytest.raises(ValueError, match="query_image"):
+        RationaleCard("q", card.answer, pack, query_image=np.zeros((4, 4), np.uint8))

@@ -33,10 +33,12 @@ class RationaleCard:
     query_image: uint8 RGB thumbnail of the query image, or None.
     expansions: query-expansion texts used (hypotheses and concepts), in order.
     hops: one dict per retrieval hop: ``{"hop": int (1-based), "ids": [chunk ids],
-        "confidence": float}`` (extra keys are kept and shown).
+        "confidence": float}`` (extra keys are kept and shown; core Hop objects with
+        ``.ids`` / ``.confidence`` are converted, padding ids < 0 dropped).
     stop_reason: why hopping stopped ("confidence" | "max_hops" | "no_new"), or None.
     critic: ``{"kept": [chunk ids] or count, "dropped": [chunk ids] or count,
-        "threshold": float, ...}`` (see `critic_summary`), or None when no critic ran.
+        "threshold": float, ...}`` (see `critic_summary`; a `CriticDecision` is
+        converted), or None when no critic ran.
     timings: stage name -> milliseconds.
     config: a summary of the settings that produced the answer (JSON-able values).
     """
@@ -52,6 +54,20 @@ class RationaleCard:
     critic: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Accept the pipeline's raw objects too: a CriticDecision, hop objects with attributes.
+        if isinstance(self.critic, CriticDecision):
+            self.critic = critic_summary(self.critic)
+        self.hops = [hop_dict(h, n) for n, h in enumerate(self.hops or [], start=1)]
+        self.expansions = [str(e) for e in (self.expansions or [])]
+        self.timings = dict(self.timings or {})
+        self.config = dict(self.config or {})
+        if self.query_image is not None:
+            image = np.asarray(self.query_image)
+            if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+                raise ValueError(f"query_image must be uint8 RGB (h, w, 3); got {image.dtype} {image.shape}")
+            self.query_image = image
 
     def completeness(self) -> float:
         """Fraction of `REQUIRED_FIELDS` present and non-empty (1.0 = fully explained)."""
@@ -84,6 +100,19 @@ class RationaleCard:
         from kira.explain.render_html import to_html
 
         return to_html(self)
+
+
+def hop_dict(hop: Any, position: int) -> dict[str, Any]:
+    """A hop as ``{"hop", "ids", "confidence", ...}`` from a dict or an object with ``.ids`` / ``.confidence``."""
+    if isinstance(hop, dict):
+        out = dict(hop)
+    else:
+        out = {"ids": getattr(hop, "ids", []), "confidence": getattr(hop, "confidence", None)}
+    out.setdefault("hop", position)
+    out["ids"] = [int(i) for i in np.asarray(out.get("ids", []), dtype=np.int64).ravel() if int(i) >= 0]
+    conf = out.get("confidence")
+    out["confidence"] = None if conf is None else float(conf)
+    return out
 
 
 def critic_summary(decision: CriticDecision) -> dict[str, Any]:
