@@ -75,8 +75,9 @@ def _towers(torch: Any, cfgs: dict[str, Any], dtype: Any, device: str) -> dict[s
     from transformers import CLIPVisionModelWithProjection, ViTModel
 
     torch.manual_seed(0)
-    clip = CLIPVisionModelWithProjection._from_config(cfgs["clip"], attn_implementation="eager")
-    dino = ViTModel._from_config(cfgs["dino"], attn_implementation="eager", add_pooling_layer=False)
+    with torch.device(device):
+        clip = CLIPVisionModelWithProjection._from_config(cfgs["clip"], attn_implementation="eager", dtype=dtype)
+        dino = ViTModel._from_config(cfgs["dino"], attn_implementation="eager", add_pooling_layer=False, dtype=dtype)
 
     class Clip(torch.nn.Module):  # what kira's CLIP exporter traces: pixels -> projected embedding
         def __init__(self) -> None:
@@ -203,7 +204,8 @@ def decoder(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pa
     precision = "fp16" if torch_cuda else "fp32"
     cfg = _configs(args.tiny)["opt"]
     torch.manual_seed(0)
-    lm = OPTForCausalLM._from_config(cfg, attn_implementation="eager").to(device, dtype).eval()
+    with torch.device(device):  # initialise 2.7B random weights on the GPU, not the CPU
+        lm = OPTForCausalLM._from_config(cfg, attn_implementation="eager", dtype=dtype).eval()
     layers = cfg.num_hidden_layers
     prompt, new = 36, args.new_tokens  # 32 query embeddings + a short prompt, as BLIP-2 sees it
     ids = torch.randint(4, cfg.vocab_size, (1, prompt), device=device)

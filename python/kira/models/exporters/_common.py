@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import socket
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -126,24 +127,33 @@ def export_graph(
 
     module.eval()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with quiet_export(), torch.no_grad():
-        torch.onnx.export(
-            module,
-            args,
-            str(tmp),
-            input_names=list(input_names),
-            output_names=list(output_names),
-            dynamic_axes=dynamic_axes,
-            opset_version=opset,
-            do_constant_folding=True,
-            dynamo=False,
-        )
-    module.eval()
-    model = onnx.load(str(tmp), load_external_data=False)
-    if tmp.stat().st_size < 1_900_000_000:
-        onnx.checker.check_model(model)
-    os.replace(tmp, path)
+    # trace into a private directory: a > 2 GB model comes out with one external-data file
+    # per tensor, named after the tensor, which would collide between graphs of one export
+    work = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.stem}."))
+    try:
+        traced = work / path.name
+        with quiet_export(), torch.no_grad():
+            torch.onnx.export(
+                module,
+                args,
+                str(traced),
+                input_names=list(input_names),
+                output_names=list(output_names),
+                dynamic_axes=dynamic_axes,
+                opset_version=opset,
+                do_constant_folding=True,
+                dynamo=False,
+            )
+        module.eval()
+        if [p.name for p in work.iterdir()] == [path.name]:
+            os.replace(traced, path)
+        else:  # external data: gather it into one file beside the graph, <name>.onnx.data
+            model = onnx.load(str(traced))
+            onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=f"{path.name}.data", size_threshold=1024)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    onnx.checker.check_model(str(path))  # by path: works for > 2 GB models with external data too
     return path
 
 
