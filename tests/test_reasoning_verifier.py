@@ -9,7 +9,7 @@ from kira.config import GroundingConfig
 from kira.reasoning.calibration_data import DATA, planted_claims
 from kira.reasoning.template_generator import TemplateGenerator
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
-from kira.reasoning.verifier import GroundingVerifier, token_alignment
+from kira.reasoning.verifier import GroundingVerifier, summary_pieces, token_alignment
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +109,13 @@ def test_token_alignment_matches_inflections_and_ignores_framing_words() -> None
     assert token_alignment("A fractured clavicle", evidence) == 0.0
     assert token_alignment("the and of", evidence) == 0.0
     assert token_alignment("cardiac silhouette", []) == 0.0
+
+
+def test_a_claim_restating_one_sentence_of_a_long_summary_is_well_grounded(minilm) -> None:
+    summary = ("Sentinel-2 true-colour tile T004, 10 m resolution, acquired 2022-07-23. Shows open water with wave "
+               "texture and a shoreline along one edge.; tags: sentinel-2, rgb; region at x 0-224, y 154-224 of 224x224")
+    assert summary_pieces(summary)[0] == summary and "tags: sentinel-2, rgb;" in summary_pieces(summary)
+    pack = EvidencePack.from_items("q", [_item(1, summary)])
+    claim = GroundingVerifier(minilm).score_claim(
+        Claim("Shows open water with wave texture and a shoreline along one edge [Evidence 1].", (1,)), pack)
+    assert claim.s_sim > 0.8 and claim.grounding > 0.9

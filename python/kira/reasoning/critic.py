@@ -114,6 +114,18 @@ class SimilarityCritic:
         self.encoder = text_encoder
         self.config = config or GroundingConfig()
         self.slope, self.midpoint, self.overlap_weight = float(slope), float(midpoint), float(overlap_weight)
+        self._cache: dict[str, np.ndarray] = {}
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        # Summaries recur across questions: cache their vectors (bounded; cleared when full).
+        todo = sorted({t for t in texts if t not in self._cache})
+        if todo:
+            vectors = np.asarray(self.encoder.encode(todo), dtype=np.float32)
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            if len(self._cache) + len(todo) > 8192:
+                self._cache.clear()
+            self._cache.update(zip(todo, vectors))
+        return np.stack([self._cache[t] for t in texts])
 
     def probability_from_scores(self, cosine: float, overlap: float) -> float:
         """P(relevant) from a precomputed cosine and keyword overlap (what the latency benchmark times)."""
@@ -125,8 +137,7 @@ class SimilarityCritic:
             return []
         if not (question or "").strip():
             return [1.0] * len(items)
-        vectors = np.asarray(self.encoder.encode([question, *(i.summary for i in items)]), dtype=np.float32)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        vectors = self._embed([question, *(i.summary for i in items)])
         cosines = vectors[1:] @ vectors[0]
         return [
             self.probability_from_scores(float(c), token_alignment(question, [item.summary]))
