@@ -435,3 +435,31 @@ def test_load_builds_a_stack_from_exports(clip_export, dino_export, blip2_export
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="kira-model.json"):
         load(empty)
+
+
+def test_external_data_is_gathered_into_one_file(tmp_path, monkeypatch):
+    """A > 2 GB model leaves the TorchScript exporter with one file per tensor; export_graph
+    gathers them into <graph>.onnx.data. Simulated on a small module by re-saving that way."""
+    import onnx
+    import onnxruntime as ort
+
+    from kira.models.exporters._common import collect_files, export_graph
+
+    real_export = torch.onnx.export
+
+    def export_like_a_big_model(module, args, f, **kw):
+        real_export(module, args, f, **kw)
+        onnx.save_model(onnx.load(f), f, save_as_external_data=True, all_tensors_to_one_file=False,
+                        size_threshold=0)
+
+    monkeypatch.setattr(torch.onnx, "export", export_like_a_big_model)
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.Linear(64, 4))  # > 1 KiB
+    x = torch.randn(3, 64)
+    path = export_graph(module, (x,), tmp_path / "graph.onnx", input_names=["x"], output_names=["y"],
+                        dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.onnx", "graph.onnx.data"]
+    got = ort.InferenceSession(str(path)).run(None, {"x": x.numpy()})[0]
+    with torch.no_grad():
+        np.testing.assert_allclose(got, module(x).numpy(), atol=1e-6)
+    assert set(collect_files(tmp_path, {"model": path})) == {"model", "external:graph.onnx.data"}
