@@ -197,7 +197,7 @@ void bind_hops(py::module_& m) {
         return "Hop(n=" + std::to_string(h.ids.size()) + ", new_ids=" +
                std::to_string(h.new_ids) + ", confidence=" +
                std::string(py::str(py::float_(h.confidence))) + ")";
-      });
+      }, "Short summary: result count, new ids, confidence.");
 
   py::class_<HopTrace>(m, "HopTrace", "The result of residual_hops: every hop, why it stopped, and the merged results.")
       .def_property_readonly(
@@ -221,7 +221,7 @@ void bind_hops(py::module_& m) {
       .def("__repr__", [](const HopTrace& t) {
         return "HopTrace(hops=" + std::to_string(t.hops.size()) + ", stop_reason='" +
                t.stop_reason + "', n=" + std::to_string(t.ids.size()) + ")";
-      });
+      }, "Short summary: hop count, stop reason, merged result count.");
 
   m.def(
       "residual_hops",
@@ -416,7 +416,7 @@ void bind_compound(py::module_& m) {
       .def("__repr__", [](const CompoundGroups& g) {
         return "CompoundGroups(temporal=" + std::to_string(g.count(GroupKind::temporal)) +
                ", multiview=" + std::to_string(g.count(GroupKind::multiview)) + ")";
-      });
+      }, "Short summary: group counts of each kind.");
 
   m.def(
       "expand_compound",
