@@ -104,3 +104,25 @@ def test_strip_and_format() -> None:
     assert strip_citation_marks("A cat [Evidence 1, 2]. A dog [Evidence 3].") == "A cat. A dog."
     assert format_citation((1, 3)) == "[Evidence 1, 3]" and format_citation(()) == ""
     assert Claim("A cat [Evidence 1].", (1,)).plain_text == "A cat."
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_fragments = st.sampled_from(
+    ["A cat", " sits.", " [Evidence 1]", "[Evidence 2, 9]", "[evidence 1-1000]", "[Evidence 3-1]", ". ", "\n- ",
+     "Answer:", "[Evidence ]", "[Evidence 0]", "1.", " and [Evidence 4 and 5]", "?", ";"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_fragments, max_size=20).map("".join), st.sets(st.integers(1, 5)))
+def test_parsing_untrusted_text_never_raises_and_keeps_only_valid_numbers(text, valid) -> None:
+    from kira.reasoning.prompting import parse_reply
+
+    claims = split_claims(text, valid)
+    assert all(set(c.citations) <= valid for c in claims)
+    pack = EvidencePack.from_items("q", [_item(0) for _ in range(3)])
+    answer = parse_reply(text, pack, generator="x")
+    assert set(answer.citations) <= {1, 2, 3}
+    assert not any(n not in (1, 2, 3) for n in find_citations(answer.text))

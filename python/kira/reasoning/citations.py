@@ -45,11 +45,22 @@ def parse_numbers(inner: str) -> tuple[int, ...]:
     return tuple(seen)
 
 
+def _safe_numbers(inner: str) -> tuple[int, ...]:
+    # Model output is untrusted: a reversed or runaway range cites nothing rather than raising.
+    try:
+        return parse_numbers(inner)
+    except ValueError:
+        return ()
+
+
 def find_citations(text: str) -> tuple[int, ...]:
-    """All evidence numbers cited anywhere in `text`, in order of first appearance."""
+    """All evidence numbers cited anywhere in `text`, in order of first appearance.
+
+    Never raises: a marker with a reversed or runaway range ("[Evidence 1-1000]") cites nothing.
+    """
     seen: dict[int, None] = {}
     for match in CITATION_PATTERN.finditer(text):
-        for n in parse_numbers(match.group(1)):
+        for n in _safe_numbers(match.group(1)):
             seen.setdefault(n, None)
     return tuple(seen)
 

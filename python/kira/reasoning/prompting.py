@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from kira.reasoning.citations import CITATION_PATTERN, format_citation, parse_numbers, split_claims
+from kira.reasoning.citations import CITATION_PATTERN, _safe_numbers, format_citation, split_claims
 from kira.reasoning.types import Answer, Claim, EvidencePack
 
 SYSTEM_PROMPT = (
@@ -44,7 +44,7 @@ _REASONING_HEAD = re.compile(r"^\s*(?:\*\*)?\s*reasoning\s*(?:\*\*)?\s*:\s*(?:\*
 
 def _clean_markers(text: str, valid: set[int]) -> str:
     def repl(match: re.Match[str]) -> str:
-        kept = tuple(n for n in parse_numbers(match.group(1)) if n in valid)
+        kept = tuple(n for n in _safe_numbers(match.group(1)) if n in valid)
         return format_citation(kept)
 
     cleaned = CITATION_PATTERN.sub(repl, text)
