@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kira import CompoundGroups, expand_compound
@@ -152,7 +152,7 @@ def scenario(draw):
     return temporal, multiview, np.array(retrieved, dtype=np.int64), np.array(scores, dtype=np.float32)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_matches_python_reference(case):
     temporal, multiview, retrieved, scores = case

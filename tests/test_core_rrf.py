@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kira import rrf_fuse
@@ -33,7 +33,7 @@ rankings_st = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rankings=rankings_st,
     data=st.data(),
@@ -51,7 +51,7 @@ def test_matches_python_reference(rankings, data, k):
     assert scores.tolist() == want_scores
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rankings=rankings_st, limit=st.integers(min_value=0, max_value=40))
 def test_limit_is_a_prefix_of_the_full_fusion(rankings, limit):
     full_ids, full_scores = rrf_fuse(rankings)
