@@ -97,7 +97,7 @@ class KnowledgeBase:
         self._lock_fd: int | None = None
         self._adapter: Any = None
         self._caches: dict[str, Any] = {}
-        self._cache_generation = -1
+        self._seen_generation = store.generation()
         self.repair: RepairReport | None = None
         self.levels: tuple[str, ...] = tuple(json.loads(store.get_meta("levels", json.dumps(LEVELS)) or "[]"))
         self.caption_children = (store.get_meta("caption_children", "1") == "1")
@@ -429,6 +429,7 @@ class KnowledgeBase:
         """
         self._writable()
         generation = self.store.commit()
+        self._seen_generation = generation
         if self.vectors is not None:
             self.vectors.save(generation)
         self._caches.clear()
@@ -438,6 +439,7 @@ class KnowledgeBase:
         """Commit the database only (index files are checkpointed later by `commit`)."""
         self._writable()
         generation = self.store.commit()
+        self._seen_generation = generation
         self._caches.clear()
         return generation
 
@@ -479,8 +481,7 @@ class KnowledgeBase:
         if self.store is None or self.store.in_transaction:
             return False
         generation = self.store.generation()
-        if generation == self._caches.get("seen_generation", generation):
-            self._caches.setdefault("seen_generation", generation)
+        if generation == self._seen_generation:
             return False
         if self.vectors is None:
             dims = json.loads(self.store.get_meta("dims", "null") or "null")
@@ -490,7 +491,7 @@ class KnowledgeBase:
             for space in ("visual", "text"):
                 self.vectors._sync(self.store, space)
         self._caches.clear()
-        self._caches["seen_generation"] = generation
+        self._seen_generation = generation
         return True
 
     def index(self, space: str) -> Any:

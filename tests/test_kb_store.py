@@ -1,0 +1,235 @@
+"""Knowledge base: create/open, chunking, durability (crash, concurrent reader), bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pipeline_fakes import FakeStack, flat
+
+from kira.knowledge_base import KnowledgeBase
+
+RED, GREEN, BLUE = (1, 0, 0), (0, 1, 0), (0, 0, 1)
+
+
+def _save_png(path: Path, colour, spot=None) -> Path:
+    from PIL import Image
+
+    Image.fromarray(flat(colour, spot=spot)).save(path)
+    return path
+
+
+@pytest.fixture()
+def kb(tmp_path):
+    base = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
+    yield base
+    base.close()
+
+
+def test_add_image_stores_three_levels_with_parent_links(kb):
+    kb.add_image(flat(RED, spot=(BLUE, 10, 10, 16)), doc_id="red", caption="a red card", tags=["red"])
+    kb.commit()
+    counts = kb.store.count_chunks()
+    assert counts["document"] == 1 and counts["patch"] == 16 and counts.get("region", 0) >= 1
+    rows = kb.store.chunks(kb.store.chunk_ids())
+    doc = [r for r in rows.values() if r.level == "document"][0]
+    assert doc.parent_id is None and doc.box is None and doc.description.startswith("a red card; tags: red")
+    for r in rows.values():
+        if r.level == "region":
+            assert r.parent_id == doc.id
+        if r.level == "patch":
+            assert rows[r.parent_id].level in ("document", "region")
+            assert r.box is not None and r.box[2] > r.box[0]
+    assert len(kb.index("visual")) == len(rows) == len(kb.index("text"))
+
+
+def test_reopen_loads_indexes_without_rebuild(tmp_path):
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=FakeStack()) as kb:
+        kb.add_image(flat(RED), doc_id="a", caption="red")
+        kb.add_image(flat(GREEN), doc_id="b", caption="green")
+        before = kb.index("visual").search(kb.visual_query(FakeStack().image.encode([flat(RED)]))[0], 3)
+    manifest = json.loads((path / "manifest.json").read_text())
+    kb2 = KnowledgeBase.open(path, models=FakeStack(), read_only=True)
+    try:
+        assert kb2.repair is not None and kb2.repair.clean
+        assert manifest["generation"] == kb2.store.generation()
+        after = kb2.index("visual").search(kb2.visual_query(FakeStack().image.encode([flat(RED)]))[0], 3)
+        np.testing.assert_array_equal(before[0], after[0])
+    finally:
+        kb2.close()
+
+
+def test_stale_index_files_are_repaired_from_stored_vectors(tmp_path):
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=FakeStack()) as kb:
+        kb.add_image(flat(RED), doc_id="a")
+    saved = {name: (path / name).read_bytes() for name in ("visual.index", "text.index", "manifest.json")}
+    with KnowledgeBase.open(path, models=FakeStack()) as kb:
+        kb.add_image(flat(GREEN), doc_id="b")
+        kb.remove("a")
+    for name, data in saved.items():  # simulate a crash after the DB commit, before the index save
+        (path / name).write_bytes(data)
+    stack = FakeStack()
+    with KnowledgeBase.open(path, models=stack, read_only=True) as kb:
+        assert not kb.repair.clean
+        assert kb.repair.added["visual"] > 0 and kb.repair.removed["visual"] > 0
+        ids = set(kb.index("visual").ids().tolist())
+        assert ids == set(kb.store.chunk_ids(space="visual").tolist())
+        assert {r.doc_id for r in kb.store.chunks(list(ids)).values()} == {"b"}
+
+
+def test_duplicate_and_unknown_ids_raise(kb):
+    kb.add_image(flat(RED), doc_id="a")
+    with pytest.raises(ValueError, match="already"):
+        kb.add_image(flat(GREEN), doc_id="a")
+    with pytest.raises(ValueError, match="no document"):
+        kb.remove("nope")
+    kb.remove("a")
+    assert len(kb) == 0 and len(kb.index("visual")) == 0
+
+
+def test_add_document_with_passages_and_text_only(kb):
+    kb.add_document("page", images=[flat(RED), flat(BLUE)], passages=["The red card is used in football.", "Second passage."])
+    kb.add_document("note", passages=["only text here"], caption="a note")
+    kb.commit()
+    assert kb.store.count_chunks()["passage"] == 3
+    assert {g[2][0] for g in kb.store.groups()} == {"page"}
+    assert kb.store.documents(["page#1"])["page#1"].width == 64
+    with pytest.raises(ValueError):
+        kb.add_document("empty")
+
+
+def test_ingest_skips_corrupt_and_bomb_and_keeps_stored(tmp_path):
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    _save_png(folder / "red.png", RED)
+    _save_png(folder / "green.png", GREEN)
+    (folder / "green.txt").write_text("a green square")
+    (folder / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nthis is not a png")
+    from PIL import Image
+
+    Image.new("L", (30000, 30000 // 1000)).save(folder / "huge.png")  # 30000 px side: over MAX_SIDE
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
+        kb.add_image(flat(BLUE), doc_id="blue")
+        summary = kb.ingest(folder, batch_size=1)
+        assert sorted(summary.added) == ["green", "red"]
+        reasons = dict(summary.skipped)
+        assert "cannot read image" in reasons[str(folder / "broken.png")]
+        assert "over the limit" in reasons[str(folder / "huge.png")]
+        again = kb.ingest(folder)
+        assert not again.added and any("already" in r for _, r in again.skipped)
+        assert kb.store.documents(["green"])["green"].caption == "a green square"
+        assert len(kb) == 3
+
+
+def test_second_writer_is_refused_readers_are_not(tmp_path):
+    path = tmp_path / "kb"
+    kb = KnowledgeBase.create(path, models=FakeStack())
+    try:
+        with pytest.raises(ValueError, match="read_only"):
+            KnowledgeBase.open(path)
+        KnowledgeBase.open(path, read_only=True).close()
+    finally:
+        kb.close()
+
+
+_CHILD = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    from pipeline_fakes import FakeStack, GridColourEncoder
+    from kira.knowledge_base import KnowledgeBase
+
+    class KillOnThirdBatch(GridColourEncoder):
+        def encode(self, images):
+            if self.calls == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return super().encode(images)
+
+    kb = KnowledgeBase.create(sys.argv[1], models=FakeStack(image=KillOnThirdBatch()))
+    kb.ingest(sys.argv[2], batch_size=2)
+""")
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).parent) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_killed_mid_ingest_loses_only_the_batch_in_flight(tmp_path):
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    colours = [RED, GREEN, BLUE, (1, 1, 0), (0, 1, 1), (1, 0, 1)]
+    for i, c in enumerate(colours):
+        _save_png(folder / f"img{i}.png", c)
+    path = tmp_path / "kb"
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(folder)], env=_child_env(), timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    with KnowledgeBase.open(path, models=FakeStack()) as kb:
+        assert sorted(d for d in kb.documents()) == ["img0", "img1", "img2", "img3"]  # two committed batches
+        assert kb.repair.added["visual"] == len(kb.store.chunk_ids(space="visual"))  # indexes rebuilt from BLOBs
+        query = kb.visual_query(FakeStack().image.encode([flat(GREEN)]))[0]
+        ids, _ = kb.index("visual").search(query, 1, allow=kb.level_ids(["document"]))
+        assert kb.store.chunks(ids[0])[int(ids[0][0])].doc_id == "img1"
+        summary = kb.ingest(folder, batch_size=2)  # finishing the job adds only what is missing
+        assert sorted(summary.added) == ["img4", "img5"]
+
+
+_READER = textwrap.dedent("""
+    import json, sys
+    from kira.knowledge_base import KnowledgeBase
+    kb = KnowledgeBase.open(sys.argv[1], read_only=True)
+    print(json.dumps({"docs": len(kb), "visual": len(kb.index("visual"))}))
+    kb.close()
+""")
+
+
+def test_concurrent_reader_sees_committed_state_while_writer_is_mid_transaction(tmp_path):
+    path = tmp_path / "kb"
+    kb = KnowledgeBase.create(path, models=FakeStack())
+    try:
+        kb.add_image(flat(RED), doc_id="a")
+        kb.commit()
+        committed = len(kb.index("visual"))
+        kb.add_image(flat(GREEN), doc_id="b")  # uncommitted: the writer holds a write transaction
+        out = subprocess.run([sys.executable, "-c", _READER, str(path)], env=_child_env(), capture_output=True,
+                             text=True, timeout=120, check=True)
+        seen = json.loads(out.stdout)
+        assert seen == {"docs": 1, "visual": committed}
+        reader = KnowledgeBase.open(path, read_only=True)
+        try:
+            assert len(reader) == 1
+            kb.commit()
+            assert reader.refresh() and len(reader) == 2
+            assert len(reader.index("visual")) == len(kb.index("visual"))
+        finally:
+            reader.close()
+    finally:
+        kb.close()
+
+
+def test_wrong_model_dims_and_not_a_kb(tmp_path):
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
+        kb.add_image(flat(RED), doc_id="a")
+
+    class Wide:
+        dim = 7
+
+        def encode(self, items):
+            return np.ones((len(items), 7), np.float32) / np.sqrt(7)
+
+    with KnowledgeBase.open(tmp_path / "kb", models=FakeStack(image=Wide())) as kb:
+        with pytest.raises(ValueError, match="built with"):
+            kb.add_image(flat(GREEN), doc_id="b")
+    with pytest.raises(ValueError, match="not a kira knowledge base"):
+        KnowledgeBase.open(tmp_path)
+    with pytest.raises(ValueError, match="not an empty directory"):
+        KnowledgeBase.create(tmp_path / "kb")
