@@ -1,0 +1,68 @@
+"""The kira command, run as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+def _kira(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "kira", *map(str, args)], capture_output=True, text=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kira {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("cli")
+    folder = root / "imgs"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for name, colour, caption in (("sunset", (230, 120, 30), "an orange sunset"), ("sea", (20, 60, 200), "the blue sea"),
+                                  ("field", (40, 180, 50), "a green field")):
+        a = np.clip(np.array(colour) + rng.normal(0, 20, (48, 64, 3)), 0, 255).astype(np.uint8)
+        Image.fromarray(a).save(folder / f"{name}.png")
+        (folder / f"{name}.txt").write_text(caption)
+    (folder / "bad.png").write_bytes(b"not an image")
+    kb = root / "kb"
+    proc = _kira("ingest", kb, folder, "--quiet")
+    return root, kb, proc
+
+
+def test_ingest_reports_added_and_skipped(built):
+    _, _, proc = built
+    assert "added 3 image(s)" in proc.stdout and "skipped" in proc.stdout and "bad.png" in proc.stdout
+
+
+def test_info(built):
+    _, kb, _ = built
+    stats = json.loads(_kira("info", kb, "--json").stdout)
+    assert stats["documents"] == 3 and stats["chunks"]["document"] == 3
+    assert "documents: 3" in _kira("info", kb).stdout
+
+
+def test_ask_text_image_and_cards(built):
+    root, kb, _ = built
+    out = _kira("ask", kb, "the blue sea").stdout
+    assert "[Evidence 1]" in out and "sea" in out
+    card = json.loads(_kira("ask", kb, "the blue sea", "--card", "json", "--variant", "dual_path").stdout)
+    assert card["variant"] == "dual_path"
+    html = root / "card.html"
+    _kira("card", kb, "--image", root / "imgs" / "field.png", "--format", "html", "--out", html)
+    assert "<html" in html.read_text().lower()
+    assert "Evidence" in _kira("ask", kb, "what is this", "--image", root / "imgs" / "sunset.png", "--card", "text").stdout
+
+
+def test_bad_input_exits_2(built, tmp_path):
+    _, kb, _ = built
+    proc = _kira("ask", kb, check=False)
+    assert proc.returncode == 2 and "question" in proc.stderr
+    proc = _kira("info", tmp_path / "nothing", check=False)
+    assert proc.returncode == 2 and "not a kira knowledge base" in proc.stderr
