@@ -103,7 +103,7 @@ class Describer:
         self,
         proposer: SaliencyProposer | None = None,
         *,
-        work_size: int = 128,
+        work_size: int = 96,
         max_regions: int = 3,
         k_sigma: float | None = None,
     ) -> None:
@@ -131,7 +131,7 @@ class Describer:
                                            Image.BILINEAR, reducing_gap=2.0)
         )
         rgb = small.astype(np.float32) / 255.0
-        grey = rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+        grey = 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]
         r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
         rg, yb = r - g, 0.5 * (r + g) - b
         colourfulness = float(np.hypot(rg.std(), yb.std()) + 0.3 * np.hypot(rg.mean(), yb.mean()))
@@ -158,8 +158,13 @@ class Describer:
         )
 
 
-def _colour_names(rgb: np.ndarray) -> np.ndarray:
-    """Per-pixel colour names (object array of str) from HSV rules."""
+_COLOUR_NAMES = tuple(dict.fromkeys([n for _, n in _HUE_NAMES] + ["brown", "pink", "black", "dark gray", "gray",
+                                                                 "light gray", "white"]))
+_CODE = {name: i for i, name in enumerate(_COLOUR_NAMES)}
+
+
+def _colour_codes(rgb: np.ndarray) -> np.ndarray:
+    """Per-pixel colour-name codes (indexes into _COLOUR_NAMES) from HSV rules."""
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
     mx = np.maximum(np.maximum(r, g), b)
     mn = np.minimum(np.minimum(r, g), b)
@@ -168,27 +173,26 @@ def _colour_names(rgb: np.ndarray) -> np.ndarray:
     safe = np.maximum(delta, 1e-6)
     hue = np.where(mx == r, (g - b) / safe, np.where(mx == g, (b - r) / safe + 2.0, (r - g) / safe + 4.0))
     hue = np.mod(hue * 60.0, 360.0)
-    names = np.empty(mx.shape, dtype=object)
     bounds = np.array([hb for hb, _ in _HUE_NAMES])
-    hue_names = np.array([n for _, n in _HUE_NAMES], dtype=object)[np.searchsorted(bounds, hue, side="right")]
-    names[...] = hue_names
+    hue_codes = np.array([_CODE[n] for _, n in _HUE_NAMES], dtype=np.int32)
+    codes = hue_codes[np.searchsorted(bounds, hue, side="right")]
     warm = (hue < 45) | (hue >= 345)
-    names[warm & (mx < 0.6) & (sat > 0.3)] = "brown"
-    names[((hue < 15) | (hue >= 290)) & (sat < 0.5) & (mx > 0.7)] = "pink"
+    codes[warm & (mx < 0.6) & (sat > 0.3)] = _CODE["brown"]
+    codes[((hue < 15) | (hue >= 290)) & (sat < 0.5) & (mx > 0.7)] = _CODE["pink"]
     grey = (sat < 0.18) | (mx < 0.12)
-    names[grey & (mx < 0.15)] = "black"
-    names[grey & (mx >= 0.15) & (mx < 0.4)] = "dark gray"
-    names[grey & (mx >= 0.4) & (mx < 0.75)] = "gray"
-    names[grey & (mx >= 0.75) & (mx < 0.92)] = "light gray"
-    names[grey & (mx >= 0.92)] = "white"
-    return names
+    codes[grey & (mx < 0.15)] = _CODE["black"]
+    codes[grey & (mx >= 0.15) & (mx < 0.4)] = _CODE["dark gray"]
+    codes[grey & (mx >= 0.4) & (mx < 0.75)] = _CODE["gray"]
+    codes[grey & (mx >= 0.75) & (mx < 0.92)] = _CODE["light gray"]
+    codes[grey & (mx >= 0.92)] = _CODE["white"]
+    return codes
 
 
 def _dominant_colours(rgb: np.ndarray, top: int = 3, min_fraction: float = 0.1) -> tuple[tuple[str, float], ...]:
-    names, counts = np.unique(_colour_names(rgb).ravel(), return_counts=True)
-    fractions = counts / counts.sum()
-    order = sorted(range(len(names)), key=lambda i: (-fractions[i], names[i]))
-    return tuple((str(names[i]), round(float(fractions[i]), 3)) for i in order[:top] if fractions[i] >= min_fraction)
+    counts = np.bincount(_colour_codes(rgb).ravel(), minlength=len(_COLOUR_NAMES))
+    fractions = counts / max(int(counts.sum()), 1)
+    order = sorted(range(len(_COLOUR_NAMES)), key=lambda i: (-fractions[i], _COLOUR_NAMES[i]))
+    return tuple((_COLOUR_NAMES[i], round(float(fractions[i]), 3)) for i in order[:top] if fractions[i] >= min_fraction)
 
 
 def _orientation(gx: np.ndarray, gy: np.ndarray, mag: np.ndarray) -> str:

@@ -135,7 +135,9 @@ class PixelEncoder:
         cfg = self.config
         if rgb.dtype != np.uint8 or rgb.ndim != 4 or rgb.shape[1:] != (cfg.size, cfg.size, 3):
             raise ValueError(f"expected uint8 (n, {cfg.size}, {cfg.size}, 3) from prepare(), got {rgb.dtype} {rgb.shape}")
-        grey = rgb.astype(np.float32) @ (_LUMA / np.float32(255.0))  # (n, s, s) in [0, 1]
+        # luminance in [0, 1] by an elementwise sum: no BLAS call (BLAS threads thrash on a busy machine)
+        w = _LUMA / np.float32(255.0)
+        grey = w[0] * rgb[..., 0] + w[1] * rgb[..., 1] + w[2] * rgb[..., 2]  # (n, s, s) float32
         blocks = [
             (self._colour(rgb), cfg.colour_weight),
             (self._texture(grey), cfg.texture_weight),

@@ -67,7 +67,7 @@ class SaliencyProposer:
         if int(small.max()) == int(small.min()):
             return np.zeros((cfg.grid, cfg.grid), dtype=np.float32)  # uniform: nothing stands out
         rgb = small.astype(np.float32) / 255.0
-        grey = rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+        grey = 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]
 
         spectrum = np.fft.fft2(grey)
         log_amp = np.log(np.abs(spectrum) + 1e-8)
