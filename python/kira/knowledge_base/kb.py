@@ -586,7 +586,7 @@ class KnowledgeBase:
             tmp = self.path / "adapter.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
-            adapter.save(tmp / "adapter")
+            adapter.save(tmp / "adapter.npz")
             shutil.rmtree(target, ignore_errors=True)
             os.replace(tmp, target)
             self.store.set_meta("adapter_class", f"{cls.__module__}:{cls.__qualname__}")
@@ -605,7 +605,7 @@ class KnowledgeBase:
         cls: Any = importlib.import_module(module_name)
         for part in qualname.split("."):
             cls = getattr(cls, part)
-        return cls.load(self.path / "adapter" / "adapter")
+        return cls.load(self.path / "adapter" / "adapter.npz")
 
     def _adapter_transform(self, raw_dim: int):
         if self._adapter is None:

@@ -1,0 +1,53 @@
+"""Knowledge base: the domain adapter (stored, re-projects the visual index, reloaded) and the fitted bridge."""
+
+from __future__ import annotations
+
+import numpy as np
+from pipeline_fakes import FakeStack, flat
+
+from kira.adapt import ProjectionHead
+from kira.knowledge_base import KnowledgeBase
+from kira.pipeline import Kira
+
+COLOURS = {"red": (1, 0, 0), "green": (0, 1, 0), "blue": (0, 0, 1), "yellow": (1, 1, 0)}
+
+
+def test_set_adapter_reprojects_and_survives_reopen(tmp_path):
+    path = tmp_path / "kb"
+    rng = np.random.default_rng(0)
+    head = ProjectionHead(weight=rng.normal(size=(48, 16)).astype(np.float32), bias=np.zeros(16, np.float32))
+    with KnowledgeBase.create(path, models=FakeStack()) as kb:
+        for name, c in COLOURS.items():
+            kb.add_image(flat(c), doc_id=name, caption=f"{name} card")
+        n = len(kb.index("visual"))
+        kb.set_adapter(head)
+        assert kb.index("visual").dim == 16 and len(kb.index("visual")) == n
+        assert Kira(kb).ask(image=flat(COLOURS["blue"]), variant="visual_only").evidence.items[0].doc_id == "blue"
+    with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
+        assert kb.repair.clean and kb.index("visual").dim == 16
+        assert type(kb.adapter).__name__ == "ProjectionHead" and kb.stats()["adapter"].endswith("ProjectionHead")
+        np.testing.assert_allclose(kb.adapter.weight, head.weight)
+        result = Kira(kb).ask(image=flat(COLOURS["green"]), variant="full")
+        assert result.evidence.items[0].doc_id == "green" and result.card.config["adapter"] == "ProjectionHead"
+    with KnowledgeBase.open(path, models=FakeStack()) as kb:
+        kb.set_adapter(None)
+        assert kb.index("visual").dim == 48 and kb.adapter is None
+
+
+def test_bridge_is_fitted_saved_and_refitted_when_the_kb_grows(tmp_path):
+    stack = FakeStack(image_text=None)  # like the default stack: no text tower in image space
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=stack) as kb:
+        kb.add_image(flat(COLOURS["red"]), doc_id="red", caption="red card")
+        kb.commit()
+        assert kb.bridge() is None  # fewer than two captioned images
+        kb.add_image(flat(COLOURS["blue"]), doc_id="blue", caption="blue card")
+        kb.commit()
+        assert kb.bridge() is not None and (path / "bridge.npz").is_file()
+        assert kb.store.get_meta("bridge_fitted_on") == "2"
+        result = Kira(kb).ask("blue card", variant="visual_only")
+        assert any(r["path"] == "visual" for r in result.trace["rankings"])
+        kb.add_image(flat(COLOURS["green"]), doc_id="green", caption="green card")
+        kb.commit()
+        kb.bridge()
+        assert kb.store.get_meta("bridge_fitted_on") == "3"
