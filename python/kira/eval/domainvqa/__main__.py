@@ -1,0 +1,5 @@
+import sys
+
+from kira.eval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,112 @@
+"""The paper's tables as markdown from a results dict (see kira.eval.runner.aggregate)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+TABLE_METRICS = ("precision@5", "recall@1", "recall@5", "recall@10", "faithfulness", "domain_correctness",
+                 "grounding", "completeness")
+SHORT = {"precision@5": "RP@5", "recall@1": "R@1", "recall@3": "R@3", "recall@5": "R@5", "recall@10": "R@10",
+         "faithfulness": "RF", "domain_correctness": "DC", "grounding": "GS", "completeness": "EC"}
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "–" if v != v else f"{v:.3f}"
+
+
+def _ci(ci: Any) -> str:
+    if not ci or ci[0] is None or ci[0] != ci[0]:
+        return ""
+    return f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def render_tables(results: dict[str, Any], variants: Sequence[str]) -> str:
+    """Tables 1 to 6 (plus planted claims and adaptation) as one markdown document."""
+    from kira.eval.runner import PAPER, VARIANT_TITLES
+
+    lines: list[str] = ["# DomainVQA-R results", ""]
+    n_q = {d: s["questions"] for d, s in results.get("dataset", {}).get("domains", {}).items()}
+    lines.append(f"Seed {results.get('seed')}; questions per domain: {n_q}; "
+                 "95% bootstrap confidence intervals in brackets. RP@5 = retrieval precision@5, R@k = recall@k "
+                 "(capped), RF = reasoning faithfulness, DC = domain correctness (token F1), GS = grounding score, "
+                 "EC = explainability completeness.")
+    lines.append("")
+    header = "| Variant | " + " | ".join(SHORT[m] for m in TABLE_METRICS) + " |"
+    rule = "|---" * (len(TABLE_METRICS) + 1) + "|"
+    lines += ["## Table 1: ablation, averaged over domains", "", header, rule]
+    ci_all = results.get("intervals", {}).get("variants", {})
+    for v in variants:
+        row = results["variants"].get(v, {})
+        cells = [_fmt(row.get(m)) + _ci(ci_all.get(v, {}).get(m)) for m in TABLE_METRICS]
+        lines.append(f"| {VARIANT_TITLES.get(v, v)} | " + " | ".join(cells) + " |")
+        paper = PAPER.get(v)
+        if paper:
+            lines.append(f"| *paper: {VARIANT_TITLES.get(v, v)}* | "
+                         + " | ".join(_fmt(paper.get(m)) if m in paper else "" for m in TABLE_METRICS) + " |")
+    lines.append("")
+    last = variants[-1]
+    lines += [f"## Table 2: {VARIANT_TITLES.get(last, last)} per domain", "", header.replace("Variant", "Domain"), rule]
+    for domain, per_variant in results["domains"].items():
+        row = per_variant.get(last, {})
+        ci = results.get("intervals", {}).get("domains", {}).get(domain, {}).get(last, {})
+        lines.append(f"| {domain} | " + " | ".join(_fmt(row.get(m)) + _ci(ci.get(m)) for m in TABLE_METRICS) + " |")
+    lines.append("")
+    for number, (domain, per_variant) in enumerate(results["domains"].items(), start=3):
+        lines += [f"## Table {number}: ablation on {domain}", "", header, rule]
+        for v in variants:
+            row = per_variant.get(v, {})
+            lines.append(f"| {VARIANT_TITLES.get(v, v)} | " + " | ".join(_fmt(row.get(m)) for m in TABLE_METRICS)
+                         + " |")
+        kinds = results.get("per_kind", {}).get(domain, {}).get(last, {})
+        if kinds:
+            lines += ["", f"{VARIANT_TITLES.get(last, last)} by question kind: " + "; ".join(
+                f"{k}: RP@5 {_fmt(m.get('precision@5'))}, R@5 {_fmt(m.get('recall@5'))}, "
+                f"DC {_fmt(m.get('domain_correctness'))}" for k, m in kinds.items())]
+        lines.append("")
+    planted = results.get("planted") or {}
+    if planted:
+        lines += ["## Verifier: planted unsupported claims", "",
+                  "| Domain | planted | flagged | rate | supported | flagged | rate |", "|---|---|---|---|---|---|---|"]
+        for domain, rep in planted.get("domains", {}).items():
+            lines.append(f"| {domain} | {rep['planted']} | {rep['planted_flagged']} | {_fmt(rep['planted_flag_rate'])} "
+                         f"| {rep['supported']} | {rep['supported_flagged']} | {_fmt(rep['supported_flag_rate'])} |")
+        lines.append(f"| all | {planted['planted']} | {planted['planted_flagged']} | "
+                     f"{_fmt(planted['planted_flag_rate'])} | {planted['supported']} | {planted['supported_flagged']} "
+                     f"| {_fmt(planted['supported_flag_rate'])} |")
+        lines.append("")
+    adaptation = results.get("adaptation") or {}
+    if adaptation:
+        lines += ["## Domain adaptation (held-out documents, recall@1)", "",
+                  "| Domain | frozen | projection head | ProtoNet 5-shot (proto acc.) | frozen 5-shot (proto acc.) "
+                  "| feedback: failures / triplets / improved | full + adapter RP@5 | full + adapter DC |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for domain, a in adaptation.items():
+            fb = a.get("feedback", {})
+            lines.append(
+                f"| {domain} | {_fmt(a.get('frozen_recall@1'))} | {_fmt(a.get('adapted_recall@1'))} | "
+                f"{_fmt(a.get('protonet_accuracy'))} | {_fmt(a.get('frozen_prototype_accuracy'))} | "
+                f"{fb.get('failures', '–')} / {fb.get('triplets', '–')} / {fb.get('improved', '–')} | "
+                f"{_fmt(a.get('with_adapter', {}).get('precision@5'))} | "
+                f"{_fmt(a.get('with_adapter', {}).get('domain_correctness'))} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(path: str | os.PathLike[str], results: dict[str, Any], variants: Sequence[str]) -> Path:
+    """Write `render_tables` atomically to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(render_tables(results, variants))
+    os.replace(tmp, path)
+    return path
