@@ -125,3 +125,14 @@ def test_hypotheses_are_deterministic_grounded_and_bounded():
     assert cap.hypotheses(img, q, 0) == [] and cap.hypotheses(None, "what is it?", 3) == []
     with pytest.raises(ValueError):
         cap.hypotheses(None, 42, 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (1, 5, 3), (5, 1), (2, 2), (3, 300, 3), (400, 2)])
+def test_tiny_and_thin_crops_are_described(shape):
+    """The knowledge base captions region and patch crops, which can be one pixel thin."""
+    img = np.random.default_rng(0).integers(0, 256, size=shape, dtype=np.uint8)
+    cap = DefaultCaptioner()
+    text = cap.caption(img)
+    assert f"({shape[1]}x{shape[0]}," in text
+    assert SaliencyProposer().propose(img).shape == (32, 32)
+    assert len(cap.hypotheses(img, "where is the cat?", 3)) == 3

@@ -136,7 +136,9 @@ class Describer:
         rg, yb = r - g, 0.5 * (r + g) - b
         colourfulness = float(np.hypot(rg.std(), yb.std()) + 0.3 * np.hypot(rg.mean(), yb.mean()))
 
-        gy, gx = np.gradient(grey)
+        padded = np.pad(grey, 1, mode="edge")  # central differences that work down to 1 x 1
+        gx = 0.5 * (padded[1:-1, 2:] - padded[1:-1, :-2])
+        gy = 0.5 * (padded[2:, 1:-1] - padded[:-2, 1:-1])
         mag = np.hypot(gx, gy)
         strong = mag > 0.08
         edge_density = float(strong.mean())
