@@ -115,12 +115,12 @@ def _time(fn: Callable[[], Any], sync: Callable[[], None], *, min_seconds: float
     return (time.perf_counter() - start) / calls
 
 
-def _ort_runner(path: Path, x: np.ndarray, cuda: bool) -> Callable[[], Any]:
+def _ort_runner(path: Path, x: np.ndarray, cuda: bool, threads: int | None) -> Callable[[], Any]:
     import onnxruntime as ort
 
     from kira.models.runtime import open_session
 
-    sess = open_session(path, prefer_cuda=cuda)
+    sess = open_session(path, prefer_cuda=cuda, threads=threads)
     if cuda and sess.provider != "CUDAExecutionProvider":
         raise RuntimeError(f"asked for CUDA, onnxruntime gave {sess.provider}")
     s = sess.session
@@ -158,6 +158,8 @@ def towers(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pat
     sync = torch.cuda.synchronize if torch_cuda else (lambda: None)
     rows: list[Row] = []
     for name, (module, size) in _towers(torch, _configs(args.tiny), dtype, device).items():
+        if name.split()[0].lower() not in args.models:
+            continue
         outputs = ["cls_embedding", "cls_attention"] if name.startswith("DINO") else ["image_embeds"]
         onnx_path = None
         if ort_cuda or not torch_cuda:
@@ -175,7 +177,7 @@ def towers(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pat
             base = batch / eager
             rows.append(Row(name, batch, f"torch eager ({device})", precision, base, "img/s"))
             if onnx_path is not None:
-                run = _ort_runner(onnx_path, x.float().cpu().numpy(), ort_cuda)
+                run = _ort_runner(onnx_path, x.float().cpu().numpy(), ort_cuda, args.threads)
                 t = _time(run, lambda: None, min_seconds=args.seconds)
                 engine = "onnxruntime CUDA (IO binding)" if ort_cuda else "onnxruntime CPU"
                 rows.append(Row(name, batch, engine, precision, batch / t, "img/s", base))
@@ -184,7 +186,9 @@ def towers(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pat
                     t = _time(lambda: compiled(x), sync, min_seconds=args.seconds, warmup=5)
                 rows.append(Row(name, batch, "torch.compile reduce-overhead (CUDA graphs)", precision, batch / t,
                                 "img/s", base))
-            print(f"  {name} batch {batch} done", file=sys.stderr)
+            for row in rows[-3:]:
+                if row.model == name and row.batch == batch:
+                    print("  " + row.markdown(), file=sys.stderr)
         del module, compiled
         if torch_cuda:
             torch.cuda.empty_cache()
@@ -258,7 +262,7 @@ def decoder(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pa
 
     from kira.models.runtime import open_session
 
-    sess = open_session(step_path, prefer_cuda=ort_cuda).session
+    sess = open_session(step_path, prefer_cuda=ort_cuda, threads=args.threads).session
     kv_np = [t.float().cpu().numpy().astype(np.float16 if torch_cuda else np.float32) for t in kv0]
 
     def ort_greedy() -> None:
@@ -302,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decoder", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure the OPT-2.7B-sized decoder (default on)")
     parser.add_argument("--new-tokens", type=int, default=32, help="tokens per greedy decode")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for both torch and onnxruntime (default: each library's own)")
+    parser.add_argument("--models", nargs="+", choices=("clip", "dino"), default=["clip", "dino"],
+                        help="which towers to measure (default both)")
     args = parser.parse_args(argv)
     args.batches = args.batches or ([1, 8] if args.tiny else [1, 64])
     args.seconds = args.seconds if args.seconds is not None else (0.2 if args.tiny else 3.0)
@@ -309,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     import onnxruntime as ort
     import torch
 
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     providers = ort.get_available_providers()
     print(f"onnxruntime {ort.__version__} execution providers: {', '.join(providers)}")
     torch_cuda = torch.cuda.is_available() and not args.cpu
@@ -333,8 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
         print(row.markdown())
-    print(f"\n(random weights; total {took:.0f} s; command: python benchmarks/gpu_check.py"
-          f"{' --tiny' if args.tiny else ''}{' --cpu' if args.cpu else ''})")
+    print(f"\n(random weights; total {took:.0f} s; command: python benchmarks/gpu_check.py {' '.join(sys.argv[1:] if argv is None else argv)})")
     return 0
 
 

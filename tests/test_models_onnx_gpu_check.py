@@ -16,7 +16,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
 
 def test_gpu_check_tiny_cpu_prints_a_markdown_table():
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--tiny", "--cpu", "--seconds", "0.02", "--new-tokens", "4", "--batches", "1", "2"],
+        [sys.executable, str(SCRIPT), "--tiny", "--cpu", "--seconds", "0.02", "--new-tokens", "4", "--batches", "1", "2",
+         "--threads", "1"],
         capture_output=True, text=True, timeout=120,
     )
     assert out.returncode == 0, out.stderr
