@@ -122,3 +122,15 @@ def test_cites_only_numbers_in_the_pack_and_is_deterministic(rows, numbers) -> N
     assert all(c.citations for c in answer.claims)
     assert bool(answer.claims) == bool(items)
     assert generator.generate("q", pack) == answer
+
+
+def test_evidence_naming_the_subject_the_question_names_outweighs_better_scored_evidence() -> None:
+    pack = EvidencePack.from_items("Compare tile T003 acquired in 2019 with 2021: what changed?", [
+        _item(0, "t1", 0.9, "Tile T001, acquired 2023-08-21. Dense residential blocks on a street grid."),
+        _item(0, "t1b", 0.85, "Tile T001, acquired 2021-01-02. Dense residential blocks on a street grid."),
+        _item(0, "t3", 0.5, "Tile T003, acquired 2021-09-24. Forest land cover: closed canopy. Change since the "
+                            "previous acquisition: a clear-cut patch opened in the canopy."),
+    ])
+    answer = TemplateGenerator().generate(pack.question, pack)
+    assert answer.claims[0].text == "A clear-cut patch opened in the canopy [Evidence 3]."
+    assert "Change since" not in answer.text and "residential" not in answer.text

@@ -14,7 +14,8 @@ generator answers with the *content the top evidence agrees on*:
 2. Each remaining sentence gets a support: the share of the score-weighted evidence that
    states it too (a sentence of that item with stem Jaccard >= 0.65), one vote per
    document at its best score, so many patches of one image don't outvote several
-   images; plus half the share of the question's content words it contains; plus 1 when
+   images (a document naming an identifier the question names, "tile T003", counts
+   4x); plus half the share of the question's content words it contains; plus 1 when
    the question asks for a comparison ("changed", "differ", "compare") and the sentence
    reports a change ("changed from", "increased", "new", ...).
 3. Near-duplicate sentences form one candidate; the best-supported is the first claim,
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kira.reasoning.citations import format_citation
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.reasoning.text_tokens import content_tokens, stem, words
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,10 @@ def sentences_of(text: str) -> list[tuple[str, bool, str]]:
             if rest.strip():
                 # "Schematic C001 rev A: ..." -> bookkeeping head; "Urban land cover: ..." -> its own statement
                 head_tokens = content_tokens(head)
-                head_meta = not head_tokens or any(_IDENTIFIER.match(t) for t in head_tokens)
+                # identifiers ("Schematic C001 rev A") and change lead-ins ("Change since the previous
+                # acquisition") head a statement without being one
+                head_meta = (not head_tokens or any(_IDENTIFIER.match(t) for t in head_tokens)
+                             or bool({stem(t) for t in head_tokens} & CHANGE_QUESTION_STEMS))
                 out.append((head.strip(), head_meta, ""))  # a head has no context beyond itself
                 sentence = _HEAD.sub("", rest.strip())
                 context = head.strip()
@@ -140,11 +144,32 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
-    """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank."""
+_SUBJECT_ID = re.compile(r"^(?:[a-z]{1,2}\d+|\d{4,})$")  # p001, t003, s004, c011, 2019: names of a subject
+SUBJECT_BOOST = 4.0  # weight multiplier for evidence naming an identifier the question names
+
+
+def subject_ids(text: str) -> frozenset[str]:
+    """Identifier tokens of `text` that name a subject: letters-then-digits (P001, T003) or 4+ digit numbers."""
+    return frozenset(w for w in words(text) if _SUBJECT_ID.match(w))
+
+
+def _weights(items: tuple[EvidenceItem, ...], question: str = "") -> dict[int, float]:
+    """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank.
+
+    When the question names a subject by identifier ("tile T003", "patient P001") and
+    some items name it too, those items' weights are multiplied by `SUBJECT_BOOST`.
+    """
     if any(item.score > 0 for item in items):
-        return {item.number: max(item.score, 0.0) for item in items}
-    return {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
+        weights = {item.number: max(item.score, 0.0) for item in items}
+    else:
+        weights = {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
+    asked = subject_ids(question)
+    if asked:
+        naming = [i.number for i in items if asked & subject_ids(f"{text_of(i)} {i.summary} {i.doc_id}")]
+        if naming and len(naming) < len(items):
+            for n in naming:
+                weights[n] *= SUBJECT_BOOST
+    return weights
 
 
 @dataclass
@@ -194,7 +219,7 @@ class TemplateGenerator:
         self.max_citations = max_citations
 
     def _candidates(self, question: str, items: tuple[EvidenceItem, ...]) -> tuple[list[_Candidate], list[str]]:
-        weights = _weights(items)
+        weights = _weights(items, question)
         order = sorted(items, key=lambda i: (-weights[i.number], i.number))
         candidates: list[_Candidate] = []
         metadata: list[str] = []
