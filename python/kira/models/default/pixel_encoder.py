@@ -181,17 +181,22 @@ class PixelEncoder:
         gx[:, :, 1:-1] = grey[:, :, 2:] - grey[:, :, :-2]
         gy[:, 1:-1, :] = grey[:, 2:, :] - grey[:, :-2, :]
         mag = np.sqrt(gx * gx + gy * gy)
-        theta = np.arctan2(gy, gx)  # (-pi, pi]
-        pos = np.mod(theta, np.pi) * np.float32(cfg.orientation_bins / np.pi) - 0.5
-        lo = np.floor(pos)
-        frac = (pos - lo).astype(np.float32)
         nb = cfg.orientation_bins
-        lo_bin = np.mod(lo.astype(np.int32), nb)
-        hi_bin = np.mod(lo_bin + 1, nb)
+        # unsigned orientation in bin units, [0, nb): theta mod pi, scaled; bin centres at k + 0.5
+        pos = np.arctan2(gy, gx) * np.float32(nb / np.pi)
+        pos += np.float32(nb) * (pos < 0)
+        pos -= np.float32(0.5)
+        lo = (pos + np.float32(nb)).astype(np.int32) - nb  # floor for pos > -nb
+        frac = pos - lo.astype(np.float32)
+        lo += nb * (lo < 0)
+        hi = lo + 1
+        hi[hi >= nb] = 0
+        upper = mag * frac
         # A left-right flip maps orientation bin k to nb - 1 - k (theta -> pi - theta).
-        kw = dict(per_cell=False, mirror=cfg.mirror_weight, reverse_bins=True)
-        hist = _pyramid_histogram(lo_bin, mag * (1.0 - frac), nb, cfg.gradient_levels, **kw)
-        hist += _pyramid_histogram(hi_bin, mag * frac, nb, cfg.gradient_levels, **kw)
+        hist = _pyramid_histogram(
+            (lo, hi), (mag - upper, upper), nb, cfg.gradient_levels, per_cell=False, mirror=cfg.mirror_weight,
+            reverse_bins=True,
+        )
         # Normalise by the image's mean gradient energy per cell, so flat cells stay small.
         out = np.empty_like(hist)
         start = 0
@@ -267,8 +272,8 @@ def _mirror_mix(x: np.ndarray, weight: float, *, col_axis: int, reverse_bins: bo
 
 
 def _pyramid_histogram(
-    bins: np.ndarray,
-    weights: np.ndarray | None,
+    bins: np.ndarray | tuple[np.ndarray, ...],
+    weights: np.ndarray | tuple[np.ndarray, ...] | None,
     n_bins: int,
     levels: Sequence[int],
     *,
@@ -278,19 +283,21 @@ def _pyramid_histogram(
 ) -> np.ndarray:
     """Histograms of `bins` (n, h, w) over a spatial pyramid, float32 (n, sum(c*c) * n_bins).
 
-    The finest level is counted with one bincount; coarser levels are sums of it (every
+    `bins` and `weights` may be tuples of same-shape arrays (votes of a soft assignment),
+    counted together. The finest level is counted with one bincount; coarser levels are sums of it (every
     level must divide the finest). per_cell=True turns each cell into a distribution,
     applies the Hellinger map and scales each level to unit length.
     """
-    n, h, w = bins.shape
+    parts = bins if isinstance(bins, tuple) else (bins,)
+    n, h, w = parts[0].shape
     finest = max(levels)
     cell = _cell_map(h, w, finest)
-    flat = (np.arange(n, dtype=np.int64)[:, None, None] * (finest * finest) + cell[None]) * n_bins + bins
-    counts = np.bincount(
-        flat.ravel(),
-        weights=None if weights is None else weights.ravel(),
-        minlength=n * finest * finest * n_bins,
-    ).astype(np.float32)
+    base = ((np.arange(n, dtype=np.int32)[:, None, None] * (finest * finest) + cell[None]) * n_bins).ravel()
+    flat = np.concatenate([base + b.ravel() for b in parts]) if len(parts) > 1 else base + parts[0].ravel()
+    if weights is not None:
+        wparts = weights if isinstance(weights, tuple) else (weights,)
+        weights = np.concatenate([x.ravel() for x in wparts]) if len(wparts) > 1 else wparts[0].ravel()
+    counts = np.bincount(flat, weights=weights, minlength=n * finest * finest * n_bins).astype(np.float32)
     counts = counts.reshape(n, finest, finest, n_bins)
     out = []
     for c in levels:
