@@ -6,6 +6,8 @@
 #if defined(KIRA_X86)
 #include <immintrin.h>
 
+#include <vector>
+
 namespace kira::detail {
 namespace {
 
@@ -81,9 +83,13 @@ __attribute__((target("avx512vnni"))) inline std::int32_t dot_i8_vnni_inline(
     acc1 = _mm512_dpbusd_epi32(acc1, _mm512_abs_epi8(va1),
                                _mm512_mask_sub_epi8(vb1, _mm512_movepi8_mask(va1), zero, vb1));
   }
-  for (; i < d; i += 64) {
-    const std::size_t left = d - i;
-    const __mmask64 m = left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1u);
+  for (; i + 64 <= d; i += 64) {
+    const __m512i va = _mm512_loadu_si512(a + i), vb = _mm512_loadu_si512(b + i);
+    acc0 = _mm512_dpbusd_epi32(acc0, _mm512_abs_epi8(va),
+                               _mm512_mask_sub_epi8(vb, _mm512_movepi8_mask(va), zero, vb));
+  }
+  if (i < d) {  // masked loads only for the tail: they are slow on some cores (Zen 4)
+    const __mmask64 m = (__mmask64{1} << (d - i)) - 1u;
     const __m512i va = _mm512_maskz_loadu_epi8(m, a + i), vb = _mm512_maskz_loadu_epi8(m, b + i);
     acc0 = _mm512_dpbusd_epi32(acc0, _mm512_abs_epi8(va),
                                _mm512_mask_sub_epi8(vb, _mm512_movepi8_mask(va), zero, vb));
@@ -111,9 +117,57 @@ void scan_i8(const std::int8_t* q, const std::int8_t* rows, std::size_t n, std::
              std::int32_t* out) {
   for (std::size_t r = 0; r < n; ++r) out[r] = dot_i8_inline(q, rows + r * d, d);
 }
+// The query side is prepared once per scan: |q| as the unsigned operand and q's sign as a
+// mask that negates the matching row bytes; two rows share each query load.
 __attribute__((target("avx512vnni"))) void scan_i8_vnni(const std::int8_t* q, const std::int8_t* rows,
                                                         std::size_t n, std::size_t d, std::int32_t* out) {
-  for (std::size_t r = 0; r < n; ++r) out[r] = dot_i8_vnni_inline(q, rows + r * d, d);
+  const std::size_t chunks = (d + 63) / 64, full = d / 64;
+  constexpr std::size_t kStack = 64;  // d <= 4096 on the stack
+  __m512i abs_stack[kStack];
+  __mmask64 neg_stack[kStack], load_stack[kStack];
+  std::vector<__m512i> abs_heap;
+  std::vector<__mmask64> neg_heap, load_heap;
+  __m512i* absq = abs_stack;
+  __mmask64* neg = neg_stack;
+  __mmask64* load = load_stack;
+  if (chunks > kStack) {
+    abs_heap.resize(chunks);
+    neg_heap.resize(chunks);
+    load_heap.resize(chunks);
+    absq = abs_heap.data();
+    neg = neg_heap.data();
+    load = load_heap.data();
+  }
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t left = d - c * 64;
+    load[c] = left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1u);
+    const __m512i v = _mm512_maskz_loadu_epi8(load[c], q + c * 64);
+    absq[c] = _mm512_abs_epi8(v);
+    neg[c] = _mm512_movepi8_mask(v);
+  }
+  const __m512i zero = _mm512_setzero_si512();
+  std::size_t r = 0;
+  for (; r + 2 <= n; r += 2) {
+    const std::int8_t* x0 = rows + r * d;
+    const std::int8_t* x1 = x0 + d;
+    __m512i a0 = zero, a1 = zero;
+    std::size_t c = 0;
+    for (; c < full; ++c) {  // unmasked loads: masked ones are slow on some cores (Zen 4)
+      const __m512i v0 = _mm512_loadu_si512(x0 + c * 64);
+      const __m512i v1 = _mm512_loadu_si512(x1 + c * 64);
+      a0 = _mm512_dpbusd_epi32(a0, absq[c], _mm512_mask_sub_epi8(v0, neg[c], zero, v0));
+      a1 = _mm512_dpbusd_epi32(a1, absq[c], _mm512_mask_sub_epi8(v1, neg[c], zero, v1));
+    }
+    if (c < chunks) {
+      const __m512i v0 = _mm512_maskz_loadu_epi8(load[c], x0 + c * 64);
+      const __m512i v1 = _mm512_maskz_loadu_epi8(load[c], x1 + c * 64);
+      a0 = _mm512_dpbusd_epi32(a0, absq[c], _mm512_mask_sub_epi8(v0, neg[c], zero, v0));
+      a1 = _mm512_dpbusd_epi32(a1, absq[c], _mm512_mask_sub_epi8(v1, neg[c], zero, v1));
+    }
+    out[r] = _mm512_reduce_add_epi32(a0);
+    out[r + 1] = _mm512_reduce_add_epi32(a1);
+  }
+  for (; r < n; ++r) out[r] = dot_i8_vnni_inline(q, rows + r * d, d);
 }
 
 // 4 queries x 4 rows per register tile: 16 accumulators, 8 loads per 16 FMAs.
