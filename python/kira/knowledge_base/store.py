@@ -385,7 +385,8 @@ class Store:
         for start in range(0, len(docs), 900):
             part = docs[start : start + 900]
             rows = self.conn.execute(
-                f"SELECT doc_id, id FROM chunks WHERE level = 'document' AND doc_id IN ({','.join('?' * len(part))})",
+                # '+level' keeps SQLite on the doc_id index (the level index would scan every document)
+                f"SELECT doc_id, id FROM chunks WHERE +level = 'document' AND doc_id IN ({','.join('?' * len(part))})",
                 part,
             )
             out.update({d: int(i) for d, i in rows})
@@ -409,7 +410,18 @@ class Store:
                     )
                 )
         tags: dict[str, list[str]] = {}
-        for doc, tag in self.conn.execute("SELECT doc_id, tag FROM tags ORDER BY doc_id, tag"):
+        if doc_ids is None:
+            tag_rows = list(self.conn.execute("SELECT doc_id, tag FROM tags ORDER BY doc_id, tag"))
+        else:
+            names = [d[0] for d in docs]
+            tag_rows = []
+            for start in range(0, len(names), 900):
+                part = names[start : start + 900]
+                tag_rows += list(self.conn.execute(
+                    f"SELECT doc_id, tag FROM tags WHERE doc_id IN ({','.join('?' * len(part))}) ORDER BY doc_id, tag",
+                    part,
+                ))
+        for doc, tag in tag_rows:
             tags.setdefault(doc, []).append(tag)
         return {
             d: DocumentRow(d, src, cap, int(w), int(h), json.loads(meta or "{}"), tuple(tags.get(d, ())))

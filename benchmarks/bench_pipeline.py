@@ -1,0 +1,30 @@
+"""pytest-benchmark suite for Kira.ask (CI runs it with --benchmark-disable as a correctness pass).
+
+The full-size latency run (>= 100k chunks, p50/p99 per stage) is benchmarks/latency_ask.py.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from latency_ask import WORDS, build_synthetic_kb
+
+from kira.pipeline import VARIANTS, Kira
+
+
+@pytest.fixture(scope="module")
+def kira(tmp_path_factory):
+    logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)
+    kb, _ = build_synthetic_kb(tmp_path_factory.mktemp("bench") / "kb", docs=300, per_doc=10, index="flat")
+    yield Kira(kb)
+    kb.close()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_ask_latency(benchmark, kira, variant):
+    question = " ".join(WORDS[:3])
+    result = benchmark(kira.ask, question, top_k=5, variant=variant)
+    assert len(result.evidence) >= 1
+    assert set(result.answer.citations) <= set(result.evidence.numbers)
+    assert result.timings["total"] > 0
