@@ -18,6 +18,7 @@ at query time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -82,7 +83,13 @@ def cache_dir() -> Path:
 
 
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """Hex SHA-256 of a file, read in 4 MiB chunks."""
+    """Hex SHA-256 of a file, read in 4 MiB chunks (memoised per path, size and mtime)."""
+    st = Path(path).stat()
+    return _sha256_memo(str(Path(path).resolve()), st.st_size, st.st_mtime_ns, chunk)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256_memo(path: str, size: int, mtime_ns: int, chunk: int) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
