@@ -49,6 +49,15 @@ def medium():
     return ids, x, q, flat
 
 
+@pytest.fixture(scope="module")
+def medium_hnsw(medium) -> _core.HNSWIndex:
+    """An HNSW over `medium` that tests only read."""
+    ids, x, _, _ = medium
+    index = _core.HNSWIndex(64, M=16, ef_construction=100)
+    index.add(ids, x)
+    return index
+
+
 def test_recall_at_ef64_against_flat(big):
     hnsw, q, truth = big
     hnsw.ef_search = 64
@@ -127,10 +136,9 @@ def test_removed_ids_never_come_back(medium):
 
 
 @pytest.mark.parametrize("fraction", [0.02, 0.6])
-def test_allow_filters_results(medium, fraction):
+def test_allow_filters_results(medium, medium_hnsw, fraction):
     ids, x, q, flat = medium
-    index = _core.HNSWIndex(64, M=16, ef_construction=100)
-    index.add(ids, x)
+    index = medium_hnsw
     allow = np.random.default_rng(3).choice(ids, int(len(ids) * fraction), replace=False)
     found, _ = index.search(q, 10, allow=allow)
     assert np.isin(found[found >= 0], allow).all()
