@@ -80,9 +80,16 @@ def test_query_does_not_import_torch(encoder, minilm_cache):
     code = textwrap.dedent(
         """
         import sys
+        import numpy as np
+        from kira.models import load_default
         from kira.models.minilm import MiniLMEncoder
         v = MiniLMEncoder().encode(["is there a fracture?"])
         assert v.shape == (1, 384)
+        stack = load_default()
+        assert stack.text.encode(["a query"]).shape == (1, 384)
+        img = np.zeros((40, 40, 3), dtype=np.uint8)
+        assert stack.image.encode([img]).shape[0] == 1
+        stack.captioner.hypotheses(img, "where is the lesion?", 3)
         assert "torch" not in sys.modules, "torch was imported"
         assert "sentence_transformers" not in sys.modules
         print("ok")
