@@ -433,6 +433,8 @@ class KnowledgeBase:
         if self.vectors is not None:
             self.vectors.save(generation)
         self._caches.clear()
+        if self.vectors is not None and self._models is not None and getattr(self._models, "image_text", None) is None:
+            self.bridge()  # refit and save now, so read-only openers find it current
         return generation
 
     def commit_database(self) -> int:
@@ -549,6 +551,23 @@ class KnowledgeBase:
                             kinds.setdefault((a, b), kind)
             self._caches["groups"] = (groups, kinds)
         return self._caches["groups"]
+
+    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document-level chunk id of each chunk id (-1 for unknown ids); an in-memory map cached per commit."""
+        if "doc_chunk_map" not in self._caches:
+            rows = self.store.conn.execute(
+                "SELECT c.id, d.id FROM chunks c JOIN chunks d ON d.doc_id = c.doc_id AND d.level = 'document' "
+                "ORDER BY c.id"
+            ).fetchall()
+            keys = np.array([r[0] for r in rows], dtype=np.int64)
+            values = np.array([r[1] for r in rows], dtype=np.int64)
+            self._caches["doc_chunk_map"] = (keys, values)
+        keys, values = self._caches["doc_chunk_map"]
+        ids = np.asarray(chunk_ids, dtype=np.int64)
+        if not len(keys):
+            return np.full(len(ids), -1, dtype=np.int64)
+        pos = np.clip(np.searchsorted(keys, ids), 0, len(keys) - 1)
+        return np.where(keys[pos] == ids, values[pos], -1)
 
     def thumbnail(self, doc_id: str) -> np.ndarray | None:
         """The stored <= 160 px preview of a document's image (uint8 RGB), or None."""

@@ -61,15 +61,10 @@ def expand_groups(kb: Any, fused: Fused, config: KiraConfig) -> int:
     groups, kinds = kb.compound_groups()
     if len(groups) == 0 or not len(fused.ids):
         return 0
-    rows = kb.store.chunks(fused.ids)
-    doc_chunk = kb.store.document_chunk_ids({r.doc_id for r in rows.values()})
     best: dict[int, float] = {}
-    for cid, score in zip(fused.ids.tolist(), fused.scores.tolist()):
-        row = rows.get(cid)
-        if row is None or row.doc_id not in doc_chunk:
-            continue
-        d = doc_chunk[row.doc_id]
-        best[d] = max(best.get(d, 0.0), score)
+    for d, score in zip(kb.document_chunk_of(fused.ids).tolist(), fused.scores.tolist()):
+        if d >= 0:
+            best[d] = max(best.get(d, 0.0), score)
     if not best:
         return 0
     order = sorted(best, key=lambda d: (-best[d], d))
