@@ -168,3 +168,34 @@ def test_bridge_on_digits_beats_a_random_map(encoder, text_encoder):
     baseline = precision_at_10(random_map)
     print(f"\nbridge text->image precision@10 on held-out digits: {ours:.3f} (random map {baseline:.3f}); {bridge.last_fit}")
     assert ours >= 0.5 and ours > baseline + 0.3
+
+
+def test_saliency_lands_on_objects():
+    """The KIRA threshold (mean + 0.5 std) on the saliency grid falls mostly on the object.
+
+    Ground truth: skimage's horse silhouette (drawn dark on light) and the coins image's
+    Otsu foreground. Chance precision is the object's share of the image.
+    """
+    skdata = pytest.importorskip("skimage.data")
+    filters = pytest.importorskip("skimage.filters")
+    from PIL import Image
+
+    from kira.models.default.saliency import SaliencyProposer
+
+    horse = ~skdata.horse()
+    coins = skdata.coins()
+    cases = {
+        "horse": (np.where(horse[..., None], 60, 220).astype(np.uint8).repeat(3, axis=2), horse),
+        "coins": (coins, coins > filters.threshold_otsu(coins)),
+    }
+    proposer = SaliencyProposer()
+    report = []
+    for name, (img, mask) in cases.items():
+        grid = proposer.propose(img)
+        truth = np.asarray(Image.fromarray(mask.astype(np.uint8) * 255).resize(grid.shape[::-1], Image.BILINEAR)) > 127
+        chosen = grid > grid.mean() + 0.5 * grid.std()
+        precision = float((chosen & truth).sum() / chosen.sum())
+        chance = float(truth.mean())
+        report.append(f"{name}: precision {precision:.2f} (chance {chance:.2f})")
+        assert precision >= 0.6 and precision >= 1.5 * chance, report
+    print("\nsaliency on objects: " + "; ".join(report))
