@@ -233,3 +233,17 @@ def test_wrong_model_dims_and_not_a_kb(tmp_path):
         KnowledgeBase.open(tmp_path)
     with pytest.raises(ValueError, match="not an empty directory"):
         KnowledgeBase.create(tmp_path / "kb")
+
+
+def test_hnsw_knowledge_base_round_trip(tmp_path):
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=FakeStack(), index="hnsw") as kb:
+        for name, c in (("red", RED), ("green", GREEN), ("blue", BLUE)):
+            kb.add_image(flat(c), doc_id=name, caption=name)
+        kb.remove("green")
+    with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
+        assert kb.repair.clean and type(kb.index("visual")).__name__ == "HNSWIndex"
+        query = kb.visual_query(FakeStack().image.encode([flat(BLUE)]))[0]
+        ids, _ = kb.index("visual").search(query, 1, allow=kb.level_ids(["document"]))
+        assert kb.store.chunks(ids[0])[int(ids[0][0])].doc_id == "blue"
+        assert "green" not in kb.documents()
