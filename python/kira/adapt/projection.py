@@ -112,8 +112,8 @@ def train_projection(
     val_labels: Sequence[str] | None = None,
     extra_triplets: Triplets | None = None,
     init: ProjectionHead | None = None,
-    batch_size: int = 128,
-    lr: float = 1e-3,
+    batch_size: int = 32,
+    lr: float = 1e-2,
     seed: int = 0,
 ) -> TrainResult:
     """Train a projection head on frozen `features` (n, in_dim) with class `labels`.

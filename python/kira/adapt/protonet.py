@@ -36,7 +36,7 @@ def train_protonet(
     episodes_per_epoch: int = 20,
     out_dim: int | None = None,
     scale: float = 10.0,
-    lr: float = 1e-3,
+    lr: float = 5e-3,
     seed: int = 0,
 ) -> ProtoNetHead:
     """Train a ProtoNet adapter from a few labelled examples.
