@@ -24,7 +24,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-planted", action="store_true", help="skip the planted-claim verifier check")
     parser.add_argument("--adapt-epochs", type=int, default=None, help="override the adapter's 50 epochs")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
-    parser.set_defaults(handler=run_from_args)
+    parser.set_defaults(handler=run_from_args, func=run_from_args)
 
 
 def run_from_args(args: argparse.Namespace) -> int:
