@@ -66,6 +66,10 @@ def test_preprocess_config_translation():
     vit = preprocess_from_hf({"size": {"height": 224, "width": 224}, "resample": 2, "image_mean": [0.1] * 3,
                               "image_std": [0.2] * 3})
     assert vit.crop is None and vit.interpolation == "bilinear" and vit.mean == (0.1, 0.1, 0.1)
+    # openai/clip-vit-large-patch14's legacy config: bare ints, size meaning the shortest edge
+    legacy_clip = preprocess_from_hf({"size": 224, "crop_size": 224, "do_center_crop": True, "resample": 3},
+                                     default_to_square=False)
+    assert (legacy_clip.resize_mode, legacy_clip.crop) == ("shortest_edge", (224, 224))
     legacy = preprocess_from_hf({"size": 384, "resample": 3, "do_normalize": False})
     assert legacy.size == (384, 384) and legacy.mean is None and legacy.output_size == (384, 384)
     with pytest.raises(ManifestError, match="longest_edge"):

@@ -81,9 +81,10 @@ def preprocess_batch(images: Sequence[ImageLike], config: Preprocess) -> np.ndar
     return np.stack([preprocess_image(im, config) for im in images])
 
 
-def _size_pair(size: Any, what: str) -> tuple[str, tuple[int, int]]:
+def _size_pair(size: Any, what: str, default_to_square: bool = True) -> tuple[str, tuple[int, int]]:
     if isinstance(size, int):
-        return "exact", (size, size)
+        # transformers' get_size_dict: a bare int is the shortest edge for CLIP-style processors
+        return ("exact" if default_to_square else "shortest_edge"), (size, size)
     if isinstance(size, dict):
         if "shortest_edge" in size:
             edge = int(size["shortest_edge"])
@@ -93,9 +94,11 @@ def _size_pair(size: Any, what: str) -> tuple[str, tuple[int, int]]:
     raise ManifestError(f"cannot read {what} {size!r} from the preprocessor config")
 
 
-def preprocess_from_hf(config: dict[str, Any]) -> Preprocess:
+def preprocess_from_hf(config: dict[str, Any], *, default_to_square: bool = True) -> Preprocess:
     """Translate a Hugging Face preprocessor_config.json (as a dict) into a Preprocess.
 
+    default_to_square: how a bare integer `size` reads, as in transformers' get_size_dict:
+    True (ViT, BLIP) -> resize to size x size; False (CLIP) -> shortest edge.
     Raises ManifestError for settings kira cannot reproduce (shortest+longest edge, padding).
     """
     if config.get("do_pad"):
@@ -105,7 +108,7 @@ def preprocess_from_hf(config: dict[str, Any]) -> Preprocess:
         size_field = config.get("size", 224)
         if isinstance(size_field, dict) and "longest_edge" in size_field:
             raise ManifestError("preprocessor configs with a longest_edge are not supported")
-        resize_mode, size = _size_pair(size_field, "size")
+        resize_mode, size = _size_pair(size_field, "size", default_to_square)
     crop = None
     if config.get("do_center_crop", False):
         crop = _size_pair(config.get("crop_size", size[0]), "crop_size")[1]

@@ -152,6 +152,6 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
         preprocess=pre,
         text=text,
         extra={"bos_token_id": bos, "eos_token_ids": eos_ids, "pad_token_id": int(pad),
-               "image_token_id": int(cfg.image_token_id), "kv_dtype": dtype,
+               "image_token_id": -1 if getattr(cfg, "image_token_id", None) is None else int(cfg.image_token_id), "kv_dtype": dtype,
                "max_positions": int(tcfg.max_position_embeddings)},
     )

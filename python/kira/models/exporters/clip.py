@@ -40,7 +40,7 @@ def export_clip(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, dt
     model = transformers.CLIPModel.from_pretrained(str(ckpt), attn_implementation="eager").to(tdtype).eval()
     cfg = model.config
     pre_cfg = read_json(ckpt / "preprocessor_config.json")
-    pre = preprocess_from_hf(pre_cfg) if pre_cfg else CLIP_DEFAULT_PREPROCESS
+    pre = preprocess_from_hf(pre_cfg, default_to_square=False) if pre_cfg else CLIP_DEFAULT_PREPROCESS
     h, w = pre.output_size
 
     class Vision(torch.nn.Module):
