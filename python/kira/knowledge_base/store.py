@@ -436,6 +436,18 @@ class Store:
         row = self.conn.execute("SELECT data FROM provenance WHERE doc_id = ?", (doc_id,)).fetchone()
         return json.loads(row[0]) if row else {}
 
+    def provenances(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """doc_id -> provenance dict, for many documents in one query per 900."""
+        docs = list(dict.fromkeys(doc_ids))
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(docs), 900):
+            part = docs[start : start + 900]
+            rows = self.conn.execute(
+                f"SELECT doc_id, data FROM provenance WHERE doc_id IN ({','.join('?' * len(part))})", part
+            )
+            out.update({d: json.loads(data) for d, data in rows})
+        return out
+
     def groups(self) -> list[tuple[str, str, list[str]]]:
         """Every group as (kind, group_id, doc_ids in order)."""
         out: dict[tuple[str, str], list[str]] = {}

@@ -10,15 +10,20 @@ from kira.reasoning.types import EvidenceItem
 
 
 def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dict[int, list[str]],
-                cosine: dict[int, float], *, thumbnails: bool = True) -> list[EvidenceItem]:
+                cosine: dict[int, float], *, thumbnails: bool = True, rows: dict[int, Any] | None = None
+                ) -> list[EvidenceItem]:
     """One EvidenceItem per chunk id (numbered in the given order from 1; unknown ids skipped).
 
     provenance holds source, caption, tags, metadata, image_size (width, height), the
-    parent chunk and the best raw cosine score over the paths that found it.
+    parent chunk, how it was encoded and the best raw cosine score over the paths that
+    found it. `rows` may pass chunk rows already fetched.
     """
     ids = [int(i) for i in ids]
-    rows = kb.store.chunks(ids)
-    docs = kb.store.documents({r.doc_id for r in rows.values()})
+    if rows is None or any(i not in rows for i in ids):
+        rows = kb.store.chunks(ids)
+    doc_ids = {rows[i].doc_id for i in ids if i in rows}
+    docs = kb.store.documents(doc_ids)
+    stored = kb.store.provenances(doc_ids)
     thumbs: dict[str, np.ndarray | None] = {}
     items: list[EvidenceItem] = []
     for cid, score in zip(ids, scores):
@@ -28,11 +33,10 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
         doc = docs.get(row.doc_id)
         if thumbnails and row.doc_id not in thumbs:
             thumbs[row.doc_id] = kb.thumbnail(row.doc_id)
-        provenance: dict[str, Any] = {
-            "source": (kb.store.provenance(row.doc_id).get("source") if doc is None or not doc.source else doc.source),
-            "chunk_id": cid,
-            "parent_id": row.parent_id,
-        }
+        provenance: dict[str, Any] = dict(stored.get(row.doc_id, {}))
+        if doc is not None and doc.source:
+            provenance["source"] = doc.source
+        provenance.update(chunk_id=cid, parent_id=row.parent_id)
         if doc is not None:
             if doc.caption:
                 provenance["caption"] = doc.caption

@@ -241,8 +241,9 @@ class Kira:
              "top": r.ids[:5].tolist()} for r in rankings
         ]
         with timer.stage("evidence"):
-            candidates = _diverse(kb, fused, self.max_per_document, (2 * top_k) if level >= 4 else top_k)
-            items = build_items(kb, [c for c, _ in candidates], [s for _, s in candidates], fused.paths, fused.cosine)
+            candidates, rows = _diverse(kb, fused, self.max_per_document, (2 * top_k) if level >= 4 else top_k)
+            items = build_items(kb, [c for c, _ in candidates], [s for _, s in candidates], fused.paths, fused.cosine,
+                                rows=rows)
         critic_card = None
         dropped: list[Any] = []
         if level >= 4:
@@ -304,10 +305,10 @@ class Kira:
         }
 
 
-def _diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> list[tuple[int, float]]:
-    """The best `n` fused chunks with at most `per_doc` from any one document."""
+def _diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int, float]], dict[int, Any]]:
+    """The best `n` fused (chunk id, score) with at most `per_doc` from any one document, and the rows read."""
     if not len(fused.ids):
-        return []
+        return [], {}
     head = fused.ids[: max(n * 4, 50)].tolist()
     rows = kb.store.chunks(head)
     counts: dict[str, int] = {}
@@ -322,7 +323,7 @@ def _diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> list[tuple[int, flo
         out.append((cid, score))
         if len(out) >= n:
             break
-    return out
+    return out, rows
 
 
 class _StackCritic:
