@@ -151,6 +151,9 @@ def test_critic_drops_are_reported(kb):
     result = Kira(kb, models=FakeStack(critic=OnlyBlue())).ask("blue sky", variant="grounded", top_k=4)
     assert all("blue" in i.summary for i in result.evidence.items)
     assert result.evidence.dropped and len(result.card.critic["dropped"]) == len(result.evidence.dropped)
+    assert result.card.critic["kept"] == [i.chunk_id for i in result.evidence.items]
+    assert result.card.critic["candidates"] == len(result.evidence.items) + len(result.evidence.dropped) + (
+        result.card.critic["beyond_top_k"])
 
 
 def test_user_concept_bank_feeds_expansion(kb):

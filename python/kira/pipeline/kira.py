@@ -254,6 +254,10 @@ class Kira:
             critic_card = critic_summary(decision)
             kept = list(decision.kept)[:top_k]
             dropped = list(decision.dropped)
+            # The card's "kept" is what reached the pack; relevant candidates past top_k are counted apart.
+            critic_card["kept"] = [item.chunk_id for item in kept]
+            critic_card["beyond_top_k"] = len(decision.kept) - len(kept)
+            critic_card["candidates"] = len(items)
         else:
             kept = items[:top_k]
         pack = EvidencePack.from_items(question, kept, dropped)
