@@ -209,6 +209,13 @@ def test_clip_text_tower_matches_torch(clip_ckpt, clip_export):
     assert enc.dim == 24
     with pytest.raises(ValueError, match="list of strings"):
         enc.encode("a single string")
+    # longer than the 16 positions of the tiny text tower: truncated, EOS kept, as HF truncates
+    long_text = " ".join(["cat dog"] * 20)
+    batch = tok([long_text], truncation=True, max_length=16, return_tensors="pt")
+    assert batch["input_ids"][0, -1].item() == tok.eos_token_id
+    with torch.no_grad():
+        ref_long = model(**batch, pixel_values=torch.zeros(1, 3, IMG, IMG)).text_embeds.numpy()
+    np.testing.assert_allclose(enc.encode([long_text]), ref_long, atol=1e-4)
 
 
 # -- DINO ----------------------------------------------------------------------------------
@@ -290,6 +297,10 @@ def test_cross_encoder_matches_torch(cross_ckpt, tmp_path_factory):
     with torch.no_grad():
         ref = model(**batch).logits.numpy()
     np.testing.assert_allclose(got, ref, atol=1e-4)
+    long_text = " ".join(["river field"] * 30)  # past the 32 positions: truncated, [SEP] kept
+    batch = tok([query], [long_text], truncation=True, max_length=32, return_tensors="pt")
+    with torch.no_grad():
+        np.testing.assert_allclose(ce.logits(query, [long_text]), model(**batch).logits.numpy(), atol=1e-4)
     scores = ce.score(query, TEXTS)
     np.testing.assert_allclose(scores, 1 / (1 + np.exp(-ref[:, 0])), atol=1e-5)
     assert ce.score(query, []).shape == (0,)
