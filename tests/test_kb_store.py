@@ -247,3 +247,28 @@ def test_hnsw_knowledge_base_round_trip(tmp_path):
         ids, _ = kb.index("visual").search(query, 1, allow=kb.level_ids(["document"]))
         assert kb.store.chunks(ids[0])[int(ids[0][0])].doc_id == "blue"
         assert "green" not in kb.documents()
+
+
+def test_exception_mid_ingest_keeps_committed_batches_and_reports_the_rest(tmp_path):
+    from pipeline_fakes import GridColourEncoder
+
+    class BreaksAfterFirstBatch(GridColourEncoder):
+        def encode(self, images):
+            if self.calls >= 1:
+                self.calls += 1
+                raise RuntimeError("encoder crashed")
+            return super().encode(images)
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i, c in enumerate((RED, GREEN, BLUE, (1, 1, 0))):
+        _save_png(folder / f"img{i}.png", c)
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=FakeStack(image=BreaksAfterFirstBatch())) as kb:
+        summary = kb.ingest(folder, batch_size=2)
+        assert summary.added == ["img0", "img1"]
+        assert [p for p, _ in summary.skipped] == [str(folder / "img2.png"), str(folder / "img3.png")]
+        assert all("encoder crashed" in reason for _, reason in summary.skipped)
+    with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
+        assert kb.repair.clean and sorted(kb.documents()) == ["img0", "img1"]
+        assert len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual"))
