@@ -28,14 +28,14 @@ def tiny_gguf(tmp_path_factory):
     tokens = ["<unk>", "<|im_start|>", "<|im_end|>"] + alphabet + ["ab", "Yes", "No"]
     types = [3, 3, 3] + [1] * (len(tokens) - 3)
     cfg = LlamaConfig(vocab_size=len(tokens), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                      num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=64,
+                      num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=256,
                       rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False)
     torch.manual_seed(0)
     model = LlamaForCausalLM(cfg).eval()
     path = Path(tmp_path_factory.mktemp("gguf")) / "tiny.gguf"
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_block_count(2)
-    w.add_context_length(64)
+    w.add_context_length(256)
     w.add_embedding_length(64)
     w.add_feed_forward_length(96)
     w.add_head_count(8)
@@ -134,3 +134,22 @@ def test_smollm2_answers_and_critic_prefers_the_relevant_passage():
                                    ["Paris is the capital and largest city of France.",
                                     "A resistor limits the current in a circuit."])
     assert p.shape == (2,) and 0 <= p.min() and p.max() <= 1 and p[0] > p[1]
+
+
+def test_load_with_a_gguf_lm(tiny_gguf, tmp_path):
+    from transformers import ViTConfig, ViTModel
+
+    from kira.models.exporters import export
+    from kira.models.lm import SmolLM, SmolLMCritic
+    from kira.models.load import load
+
+    ckpt = tmp_path / "vit"
+    ViTModel(ViTConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+                       image_size=16, patch_size=8), add_pooling_layer=False).save_pretrained(ckpt)
+    export("dino", ckpt, tmp_path / "models" / "dino")
+    stack = load(tmp_path / "models", prefer_cuda=False, lm=tiny_gguf[0])
+    assert isinstance(stack.lm, SmolLM) and isinstance(stack.critic, SmolLMCritic)
+    assert stack.providers["lm"] == "numpy" and any(n.startswith("lm: tiny.gguf") for n in stack.notes)
+    p = stack.critic.relevance("q?", ["one", "two", "a long passage " * 40])  # the last one is shortened to fit
+    assert p.shape == (3,) and np.all((p >= 0) & (p <= 1))
+    assert isinstance(stack.lm.complete("hello", max_new_tokens=3), str)

@@ -191,6 +191,22 @@ def tokenizer_settings(checkpoint: Path, default_max: int) -> dict[str, Any]:
     return {"max_length": int(max_len), "pad_token": pad}
 
 
+def preprocess_or_default(pre_cfg: dict[str, Any], default: Any, image_size: int, checkpoint: Path,
+                          *, default_to_square: bool = True) -> Any:
+    """The checkpoint's preprocessing, or the model family's default at the model's image size
+    (with a warning) when the checkpoint has no preprocessor_config.json."""
+    import dataclasses
+
+    from kira.models.preprocess import preprocess_from_hf
+
+    if pre_cfg:
+        return preprocess_from_hf(pre_cfg, default_to_square=default_to_square)
+    logger.warning("%s has no preprocessor_config.json; using the family's default preprocessing at %d px",
+                   checkpoint, image_size)
+    crop = None if default.crop is None else (image_size, image_size)
+    return dataclasses.replace(default, size=(image_size, image_size), crop=crop)
+
+
 def exporter_versions() -> dict[str, str]:
     """Versions of the tools that produced an export, for the manifest."""
     import onnx

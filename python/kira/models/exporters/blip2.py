@@ -21,6 +21,7 @@ from kira.models.exporters._common import (
     copy_tokenizer,
     export_graph,
     model_identity,
+    preprocess_or_default,
     read_json,
     require_torch,
     resolve_checkpoint,
@@ -29,7 +30,6 @@ from kira.models.exporters._common import (
     write_manifest,
 )
 from kira.models.manifest import Preprocess
-from kira.models.preprocess import preprocess_from_hf
 
 # Salesforce/blip2-opt-2.7b: BlipImageProcessor, 224 x 224 bicubic, CLIP mean/std, no crop
 BLIP2_DEFAULT_PREPROCESS = Preprocess(resize_mode="exact", size=(224, 224), crop=None, interpolation="bicubic")
@@ -56,7 +56,8 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
     if getattr(tcfg, "is_encoder_decoder", False):
         raise ValueError("only BLIP-2 with a decoder-only language model (OPT) is supported, not Flan-T5")
     pre_cfg = read_json(ckpt / "preprocessor_config.json")
-    pre = preprocess_from_hf(pre_cfg) if pre_cfg else BLIP2_DEFAULT_PREPROCESS
+    pre = preprocess_or_default(pre_cfg, BLIP2_DEFAULT_PREPROCESS, int(cfg.vision_config.image_size), ckpt,
+                                default_to_square=True)
     h, w = pre.output_size
     n_layers = int(tcfg.num_hidden_layers)
     n_heads = int(tcfg.num_attention_heads)

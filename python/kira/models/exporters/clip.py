@@ -11,6 +11,7 @@ from kira.models.exporters._common import (
     copy_tokenizer,
     export_graph,
     model_identity,
+    preprocess_or_default,
     read_json,
     require_torch,
     resolve_checkpoint,
@@ -19,7 +20,6 @@ from kira.models.exporters._common import (
     write_manifest,
 )
 from kira.models.manifest import Preprocess
-from kira.models.preprocess import preprocess_from_hf
 
 CLIP_DEFAULT_PREPROCESS = Preprocess()  # openai/clip-vit-large-patch14: 224 bicubic, crop 224, CLIP mean/std
 
@@ -40,7 +40,8 @@ def export_clip(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, dt
     model = transformers.CLIPModel.from_pretrained(str(ckpt), attn_implementation="eager").to(tdtype).eval()
     cfg = model.config
     pre_cfg = read_json(ckpt / "preprocessor_config.json")
-    pre = preprocess_from_hf(pre_cfg, default_to_square=False) if pre_cfg else CLIP_DEFAULT_PREPROCESS
+    pre = preprocess_or_default(pre_cfg, CLIP_DEFAULT_PREPROCESS, int(cfg.vision_config.image_size), ckpt,
+                                default_to_square=False)
     h, w = pre.output_size
 
     class Vision(torch.nn.Module):

@@ -10,6 +10,7 @@ from kira.models.exporters._common import (
     collect_files,
     export_graph,
     model_identity,
+    preprocess_or_default,
     read_json,
     require_torch,
     resolve_checkpoint,
@@ -17,7 +18,6 @@ from kira.models.exporters._common import (
     write_manifest,
 )
 from kira.models.manifest import Preprocess
-from kira.models.preprocess import preprocess_from_hf
 
 # facebook/dino-vits8: ViTImageProcessor, 224 x 224 bilinear resize, no crop, ImageNet mean/std
 DINO_DEFAULT_PREPROCESS = Preprocess(
@@ -44,7 +44,8 @@ def export_dino(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, dt
     ).to(tdtype).eval()
     cfg = model.config
     pre_cfg = read_json(ckpt / "preprocessor_config.json")
-    pre = preprocess_from_hf(pre_cfg) if pre_cfg else DINO_DEFAULT_PREPROCESS
+    pre = preprocess_or_default(pre_cfg, DINO_DEFAULT_PREPROCESS, int(cfg.image_size), ckpt,
+                                default_to_square=True)
     h, w = pre.output_size
     patch = int(cfg.patch_size)
     if h % patch or w % patch:

@@ -73,8 +73,12 @@ class SmolLM:
         if max_new_tokens < 1:
             raise ValueError("max_new_tokens must be at least 1")
         ids = self.chat_ids(prompt)
+        room = self.gguf.config.context - len(ids)
+        if room < 1:
+            raise ValueError(f"prompt of {len(ids)} tokens fills the {self.gguf.config.context}-token context; "
+                             "shorten it")
         with self._lock:
-            out = self.model.greedy(ids, max_new_tokens, self.stop)
+            out = self.model.greedy(ids, min(max_new_tokens, room), self.stop)
         return self.tokenizer.decode(out).strip()
 
     def next_token_logits(self, prompt_ids: Sequence[int]) -> np.ndarray:
@@ -102,8 +106,15 @@ class SmolLMCritic:
     def relevance(self, question: str, texts: Sequence[str]) -> np.ndarray:
         """float32 (len(texts),) in [0, 1]."""
         out = np.zeros(len(texts), dtype=np.float32)
+        limit = self.lm.gguf.config.context
         for i, passage in enumerate(texts):
-            ids = self.lm.chat_ids(CRITIC_PROMPT.format(question=question.strip(), passage=passage.strip()))
+            passage = passage.strip()
+            ids = self.lm.chat_ids(CRITIC_PROMPT.format(question=question.strip(), passage=passage))
+            while len(ids) > limit and passage:  # shorten the passage, never the question or the ask
+                passage = passage[: int(len(passage) * 0.8 * limit / len(ids))]
+                ids = self.lm.chat_ids(CRITIC_PROMPT.format(question=question.strip(), passage=passage))
+            if len(ids) > limit:
+                raise ValueError(f"the question alone fills the {limit}-token context; shorten it")
             logits = self.lm.next_token_logits(ids).astype(np.float64)
             pair = np.concatenate([logits[self.yes], logits[self.no]])
             p = np.exp(pair - pair.max())
