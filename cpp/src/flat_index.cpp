@@ -183,7 +183,9 @@ void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, cons
     }
   };
 
-  const bool big = n * d * m >= (std::size_t{1} << 21);
+  // Threads are started per call, which costs tens of microseconds (far more on a loaded
+  // machine), so only work of about 16 MiB of row reads or more is split.
+  const bool big = n * store_.row_bytes() * m >= (std::size_t{16} << 20);
   if (!big || threads == 1 || n == 0) {
     // One thread, queries in chunks.
     for (std::size_t q0 = 0; q0 < m; q0 += 256) {
