@@ -52,8 +52,10 @@ def test_ask_text_image_and_cards(built):
     root, kb, _ = built
     out = _kira("ask", kb, "the blue sea").stdout
     assert "[Evidence 1]" in out and "sea" in out
-    card = json.loads(_kira("ask", kb, "the blue sea", "--card", "json", "--variant", "dual_path").stdout)
-    assert card["variant"] == "dual_path"
+    card = json.loads(_kira("ask", kb, "the blue sea", "--card", "json", "--variant", "dual_path",
+                            "--levels", "document").stdout)
+    assert card["variant"] == "dual_path" and card["evidence"]
+    assert {e["level"] for e in card["evidence"]} == {"document"}
     html = root / "card.html"
     _kira("card", kb, "--image", root / "imgs" / "field.png", "--format", "html", "--out", html)
     assert "<html" in html.read_text().lower()

@@ -160,6 +160,12 @@ def test_user_concept_bank_feeds_expansion(kb):
     bank = ConceptBank("walls", ["painted yellow wall", "brick wall"])
     result = Kira(kb, concept_banks=[bank]).ask("yellow wall", variant="query_expansion")
     assert "painted yellow wall" in result.card.expansions
+    builtin = Kira(kb, concept_banks=["circuits"]).ask("yellow wall", variant="query_expansion")
+    from kira.pipeline import BUILTIN_CONCEPTS
+
+    assert set(builtin.card.expansions) & set(BUILTIN_CONCEPTS["circuits"])
+    with pytest.raises(ValueError, match="unknown built-in concept bank"):
+        Kira(kb, concept_banks=["astrology"])
 
 
 def test_custom_generator_is_used(kb):

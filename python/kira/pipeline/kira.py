@@ -93,7 +93,8 @@ class Kira:
     models: the model stack (default: the knowledge base's).
     generator: a `kira.reasoning.Generator` (default `TemplateGenerator()`).
     config: constants (default: the knowledge base's config).
-    concept_banks: `ConceptBank`s for query expansion (default: the built-in four domains).
+    concept_banks: `ConceptBank`s for query expansion, or names of built-in banks
+        ("radiology", "circuits", "remote_sensing", "histopathology"); default: all four.
     critic: an `EvidenceCritic` (default: the stack's critic if any, else `SimilarityCritic`).
     max_per_document: at most this many chunks of one document in the evidence pack.
     """
@@ -105,7 +106,7 @@ class Kira:
         models: Any = None,
         generator: Any = None,
         config: KiraConfig | None = None,
-        concept_banks: Sequence[ConceptBank] | None = None,
+        concept_banks: Sequence[ConceptBank | str] | None = None,
         critic: Any = None,
         max_per_document: int = 2,
     ) -> None:
@@ -117,7 +118,7 @@ class Kira:
             generator = TemplateGenerator()
         self.generator = generator
         self.config = config or kb.config
-        self.concept_banks = list(concept_banks) if concept_banks is not None else builtin_banks()
+        self.concept_banks = _resolve_banks(concept_banks)
         self._critic = critic
         self._verifier: Any = None
         if max_per_document < 1:
@@ -307,6 +308,21 @@ class Kira:
             "text_encoder": type(stack.text).__name__ if stack is not None else None,
             "adapter": type(self.kb.adapter).__name__ if self.kb.adapter is not None else None,
         }
+
+
+def _resolve_banks(banks: Sequence[ConceptBank | str] | None) -> list[ConceptBank]:
+    builtin = {b.name: b for b in builtin_banks()}
+    if banks is None:
+        return list(builtin.values())
+    out = []
+    for bank in banks:
+        if isinstance(bank, str):
+            if bank not in builtin:
+                raise ValueError(f"unknown built-in concept bank {bank!r}; choose from {sorted(builtin)} or pass a ConceptBank")
+            out.append(builtin[bank])
+        else:
+            out.append(bank)
+    return out
 
 
 def _diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int, float]], dict[int, Any]]:
