@@ -105,6 +105,11 @@ def test_add_document_with_passages_and_text_only(kb):
     assert kb.store.documents(["page#1"])["page#1"].width == 64
     with pytest.raises(ValueError):
         kb.add_document("empty")
+    from kira.pipeline import Kira
+
+    result = Kira(kb).ask("which card is used in football?", variant="dual_path", levels=("passage",))
+    assert result.evidence.items[0].level == "passage"
+    assert "football" in result.answer.text
 
 
 def test_ingest_skips_corrupt_and_bomb_and_keeps_stored(tmp_path):

@@ -46,6 +46,8 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
                 provenance["metadata"] = dict(doc.metadata)
             if doc.width and doc.height:
                 provenance["image_size"] = (doc.width, doc.height)
+        if row.level == "passage":
+            provenance["label"] = row.description  # a knowledge-base passage answers in its own words
         if cid in cosine:
             provenance["cosine"] = round(float(cosine[cid]), 4)
         items.append(EvidenceItem(
