@@ -207,6 +207,7 @@ def exact_section(x: np.ndarray, q: np.ndarray, batch: int, bw_all: float, faiss
         r.append(qps / base_qps)
     table(["index", "1-query ms", "1-query speed / kira f32", "fraction of bandwidth floor", f"batch {batch} QPS",
            "recall@10 vs f32 exact", "QPS / kira f32"], rows)
+    cpu_table(contenders, kira_indexes, q, singles, faiss)
     lines = []
     for peer in ("numpy matmul+argpartition", "faiss IndexFlatIP"):
         if peer in results:
@@ -215,6 +216,37 @@ def exact_section(x: np.ndarray, q: np.ndarray, batch: int, bw_all: float, faiss
     lines.append(f"f16 single-query throughput = {base_lat / results['kira Flat f16'][0]:.2f}x f32; "
                  f"i8 = {base_lat / results['kira Flat i8'][0]:.2f}x f32")
     print("\n".join(f"- {ln}" for ln in lines) + "\n")
+
+
+def cpu_table(contenders: dict, kira_indexes: dict, q: np.ndarray, singles: int, faiss) -> None:
+    """Single-query cost as CPU time, every library on one thread: on a machine shared
+    with other jobs this is far steadier than wall time (a memory-bound scan still feels
+    other jobs' memory traffic)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        print("> threadpoolctl is not installed: single-thread CPU table skipped\n")
+        return
+    one_thread = {f"kira Flat {dt}": (lambda qs, ix=ix: ix.search(qs, K, threads=1)) for dt, ix in kira_indexes.items()}
+    for name in ("numpy matmul+argpartition", "faiss IndexFlatIP"):
+        if name in contenders:
+            one_thread[name] = contenders[name][0]
+    cpu = {name: float("inf") for name in one_thread}
+    if faiss is not None:
+        faiss.omp_set_num_threads(1)
+    with threadpool_limits(1):
+        for _ in range(3):
+            for name, fn in one_thread.items():
+                t = time.process_time()
+                for i in range(singles):
+                    fn(q[i : i + 1])
+                cpu[name] = min(cpu[name], (time.process_time() - t) / singles)
+    if faiss is not None:
+        faiss.omp_set_num_threads(os.cpu_count() or 1)
+    base = cpu["kira Flat f32"]
+    rows = [[name, t * 1e3, base / t] for name, t in cpu.items()]
+    print("Single query, one thread each, CPU time (best of 3 interleaved rounds):\n")
+    table(["index", "CPU ms / query", "speed / kira f32"], rows)
 
 
 # ---- HNSW -----------------------------------------------------------------------------
