@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any
-
 import numpy as np
 
 from kira.models.runtime import OnnxSession
@@ -74,16 +72,3 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     norm = np.linalg.norm(x, axis=1, keepdims=True)
     return np.ascontiguousarray(x / np.maximum(norm, 1e-12), dtype=np.float32)
-
-
-def describe(parts: dict[str, OnnxSession]) -> dict[str, str]:
-    """role -> provider actually used, for ModelStack.providers."""
-    return {role: s.provider for role, s in parts.items()}
-
-
-def session_inputs(session: OnnxSession) -> set[str]:
-    return set(session.input_names)
-
-
-def as_int64(a: Any) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(a, dtype=np.int64))

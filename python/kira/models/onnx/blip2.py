@@ -32,8 +32,8 @@ HYPOTHESIS_PROMPTS = (
 class OnnxBlip2Captioner:
     """BLIP-2 (OPT decoder) as a Captioner.
 
-    max_new_tokens: default length cap of a caption. Thread safety: one caller at a time
-    per instance on CUDA (the IO binding is per call, but keep it simple); CPU is safe.
+    max_new_tokens: default length cap of a caption. Thread safety: calls may run from
+    several threads; each call has its own KV cache and IO bindings.
     """
 
     def __init__(self, source: Manifest | str | os.PathLike, *, prefer_cuda: bool = True,
