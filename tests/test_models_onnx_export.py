@@ -29,6 +29,12 @@ from kira.models.onnx import (  # noqa: E402
     OnnxSentenceEncoder,
 )
 
+
+def _pil(name: str):
+    """transformers 5's PIL-backend image processor, or the (PIL-based) slow one of transformers 4."""
+    return getattr(transformers, f"{name}Pil", None) or getattr(transformers, name)
+
+
 WORDS = "a an the cat dog x-ray chest lung nodule circuit resistor field river cell stain tumour red blue".split()
 IMG = 32  # tiny towers see 32 x 32 pixels
 
@@ -57,7 +63,7 @@ def _images(n: int, seed: int = 0) -> list[np.ndarray]:
 
 @pytest.fixture(scope="session")
 def clip_ckpt(tmp_path_factory) -> Path:
-    from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
+    from transformers import CLIPConfig, CLIPModel
 
     d = tmp_path_factory.mktemp("clip")
     tok, vocab = _word_tokenizer(["<|startoftext|>", "<|endoftext|>", "<unk>"],
@@ -75,7 +81,8 @@ def clip_ckpt(tmp_path_factory) -> Path:
     )
     torch.manual_seed(0)
     CLIPModel(cfg).eval().save_pretrained(d)
-    CLIPImageProcessorPil(size={"shortest_edge": IMG}, crop_size={"height": IMG, "width": IMG}).save_pretrained(d)
+    clip_processor = _pil("CLIPImageProcessor")(size={"shortest_edge": IMG}, crop_size={"height": IMG, "width": IMG})
+    clip_processor.save_pretrained(d)
     return d
 
 
@@ -86,14 +93,14 @@ def clip_export(clip_ckpt, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def dino_ckpt(tmp_path_factory) -> Path:
-    from transformers import ViTConfig, ViTImageProcessorPil, ViTModel
+    from transformers import ViTConfig, ViTModel
 
     d = tmp_path_factory.mktemp("dino")
     cfg = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                     image_size=IMG, patch_size=8)
     torch.manual_seed(1)
     ViTModel(cfg, add_pooling_layer=False).eval().save_pretrained(d)
-    ViTImageProcessorPil(size={"height": IMG, "width": IMG}, image_mean=[0.485, 0.456, 0.406],
+    _pil("ViTImageProcessor")(size={"height": IMG, "width": IMG}, image_mean=[0.485, 0.456, 0.406],
                          image_std=[0.229, 0.224, 0.225]).save_pretrained(d)
     return d
 
@@ -105,7 +112,7 @@ def dino_export(dino_ckpt, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def blip2_ckpt(tmp_path_factory) -> Path:
-    from transformers import Blip2Config, Blip2ForConditionalGeneration, BlipImageProcessorPil
+    from transformers import Blip2Config, Blip2ForConditionalGeneration
 
     d = tmp_path_factory.mktemp("blip2")
     tok, vocab = _word_tokenizer(["<unk>", "<pad>", "</s>"], "</s> $A", None,
@@ -125,7 +132,7 @@ def blip2_ckpt(tmp_path_factory) -> Path:
     )
     torch.manual_seed(9)  # a seed whose greedy output is non-empty for one test image and EOS for the other
     Blip2ForConditionalGeneration(cfg).eval().save_pretrained(d)
-    BlipImageProcessorPil(size={"height": IMG, "width": IMG}).save_pretrained(d)
+    _pil("BlipImageProcessor")(size={"height": IMG, "width": IMG}).save_pretrained(d)
     return d
 
 
@@ -179,14 +186,14 @@ TEXTS = ["a chest x-ray", "the red cell stain", "a resistor circuit", "river fie
 # -- CLIP ----------------------------------------------------------------------------------
 
 def test_clip_image_tower_matches_torch(clip_ckpt, clip_export):
-    from transformers import CLIPImageProcessorPil, CLIPModel
+    from transformers import CLIPModel
 
     images = _images(5)
     enc = OnnxClipImageEncoder(clip_export, prefer_cuda=False, batch_size=2)  # 3 chunks
     got = enc.encode(images)
     assert got.shape == (5, 24) and got.dtype == np.float32 and enc.dim == 24
     assert enc.provider == "CPUExecutionProvider"
-    proc = CLIPImageProcessorPil.from_pretrained(clip_ckpt)
+    proc = _pil("CLIPImageProcessor").from_pretrained(clip_ckpt)
     pixels = proc(images=images, return_tensors="np")["pixel_values"]
     model = CLIPModel.from_pretrained(clip_ckpt).eval()
     with torch.no_grad():
@@ -221,13 +228,14 @@ def test_clip_text_tower_matches_torch(clip_ckpt, clip_export):
 # -- DINO ----------------------------------------------------------------------------------
 
 def test_dino_cls_attention_matches_torch(dino_ckpt, dino_export):
-    from transformers import ViTImageProcessorPil, ViTModel
+    from transformers import ViTModel
 
     images = _images(3, seed=1)
     prop = OnnxDinoRegionProposer(dino_export, prefer_cuda=False)
     assert prop.grid == (IMG // 8, IMG // 8)
     got = prop.attention(images)
-    pixels = ViTImageProcessorPil.from_pretrained(dino_ckpt)(images=images, return_tensors="np")["pixel_values"]
+    vit_processor = _pil("ViTImageProcessor").from_pretrained(dino_ckpt)
+    pixels = vit_processor(images=images, return_tensors="np")["pixel_values"]
     model = ViTModel.from_pretrained(dino_ckpt, attn_implementation="eager", add_pooling_layer=False).eval()
     with torch.no_grad():
         out = model(pixel_values=torch.from_numpy(pixels), output_attentions=True)
@@ -245,10 +253,11 @@ def test_dino_cls_attention_matches_torch(dino_ckpt, dino_export):
 # -- BLIP-2 --------------------------------------------------------------------------------
 
 def _hf_greedy(blip2_ckpt: Path, images, prompt_ids: list[int], max_new: int) -> list[list[int]]:
-    from transformers import Blip2ForConditionalGeneration, BlipImageProcessorPil
+    from transformers import Blip2ForConditionalGeneration
 
     model = Blip2ForConditionalGeneration.from_pretrained(blip2_ckpt).eval()
-    pixels = BlipImageProcessorPil.from_pretrained(blip2_ckpt)(images=images, return_tensors="pt")["pixel_values"]
+    blip_processor = _pil("BlipImageProcessor").from_pretrained(blip2_ckpt)
+    pixels = blip_processor(images=images, return_tensors="pt")["pixel_values"]
     ids = [model.config.image_token_index] * model.config.num_query_tokens + prompt_ids
     input_ids = torch.tensor([ids] * len(images))
     with torch.no_grad():

@@ -13,6 +13,11 @@ pytestmark = pytest.mark.models
 transformers = pytest.importorskip("transformers")
 
 
+def _pil(name: str):
+    """transformers 5's PIL-backend image processor, or the (PIL-based) slow one of transformers 4."""
+    return getattr(transformers, f"{name}Pil", None) or getattr(transformers, name)
+
+
 def _images() -> list[np.ndarray]:
     from skimage import data
 
@@ -29,14 +34,12 @@ def _images() -> list[np.ndarray]:
 
 
 def _processors():
-    from transformers import BlipImageProcessorPil, CLIPImageProcessorPil, ViTImageProcessorPil
-
     return [
-        CLIPImageProcessorPil(),  # openai CLIP: shortest edge 224 bicubic, crop 224
-        CLIPImageProcessorPil(size={"shortest_edge": 64}, crop_size={"height": 48, "width": 56}),
-        ViTImageProcessorPil(size={"height": 224, "width": 224}, image_mean=[0.485, 0.456, 0.406],
+        _pil("CLIPImageProcessor")(),  # openai CLIP: shortest edge 224 bicubic, crop 224
+        _pil("CLIPImageProcessor")(size={"shortest_edge": 64}, crop_size={"height": 48, "width": 56}),
+        _pil("ViTImageProcessor")(size={"height": 224, "width": 224}, image_mean=[0.485, 0.456, 0.406],
                              image_std=[0.229, 0.224, 0.225]),  # facebook/dino-vits8
-        BlipImageProcessorPil(size={"height": 224, "width": 224}),  # Salesforce/blip2-opt-2.7b
+        _pil("BlipImageProcessor")(size={"height": 224, "width": 224}),  # Salesforce/blip2-opt-2.7b
     ]
 
 
