@@ -201,7 +201,7 @@ def decoder(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pa
     from transformers import OPTForCausalLM
     from transformers.cache_utils import DynamicCache
 
-    from kira.models.exporters._common import export_graph
+    from kira.models.exporters._common import cache_keyword, export_graph
 
     device = "cuda" if torch_cuda else "cpu"
     dtype = torch.float16 if torch_cuda else torch.float32
@@ -211,6 +211,7 @@ def decoder(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pa
     with torch.device(device):  # initialise 2.7B random weights on the GPU, not the CPU
         lm = OPTForCausalLM._from_config(cfg, attn_implementation="eager", dtype=dtype).eval()
     layers = cfg.num_hidden_layers
+    kv_arg = cache_keyword(lm)
     prompt, new = 36, args.new_tokens  # 32 query embeddings + a short prompt, as BLIP-2 sees it
     ids = torch.randint(4, cfg.vocab_size, (1, prompt), device=device)
     name = f"OPT-2.7B decoder{' (tiny)' if args.tiny else ''}"
@@ -218,10 +219,10 @@ def decoder(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pa
 
     def torch_greedy() -> None:
         with torch.inference_mode():
-            o = lm(input_ids=ids, use_cache=True, cache=DynamicCache())
+            o = lm(input_ids=ids, use_cache=True, **{kv_arg: DynamicCache()})
             cache, tok = o.past_key_values, o.logits[:, -1].argmax(-1, keepdim=True)
             for _ in range(new - 1):
-                o = lm(input_ids=tok, use_cache=True, cache=cache)
+                o = lm(input_ids=tok, use_cache=True, **{kv_arg: cache})
                 cache, tok = o.past_key_values, o.logits[:, -1].argmax(-1, keepdim=True)
 
     eager = _time(torch_greedy, sync, min_seconds=args.seconds, warmup=1)
@@ -244,11 +245,11 @@ def decoder(args: argparse.Namespace, ort_cuda: bool, torch_cuda: bool, work: Pa
 
         def forward(self, input_ids, attention_mask, *kv):  # type: ignore[no-untyped-def]
             cache = DynamicCache([(kv[2 * i], kv[2 * i + 1]) for i in range(layers)])
-            o = self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=True, cache=cache)
+            o = self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=True, **{kv_arg: cache})
             return (o.logits[:, -1].float(),) + flat(o.past_key_values)
 
     with torch.inference_mode():
-        first = lm(input_ids=ids, use_cache=True, cache=DynamicCache())
+        first = lm(input_ids=ids, use_cache=True, **{kv_arg: DynamicCache()})
     kv0 = [t.clone() for t in flat(first.past_key_values)]
     t0 = time.perf_counter()
     step_path = export_graph(

@@ -207,6 +207,14 @@ def preprocess_or_default(pre_cfg: dict[str, Any], default: Any, image_size: int
     return dataclasses.replace(default, size=(image_size, image_size), crop=crop)
 
 
+def cache_keyword(model: Any) -> str:
+    """The name a decoder's forward takes its KV cache under: `cache` (transformers 5) or
+    `past_key_values` (transformers 4)."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 def exporter_versions() -> dict[str, str]:
     """Versions of the tools that produced an export, for the manifest."""
     import onnx

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kira.models.exporters._common import (
     DEFAULT_OPSET,
+    cache_keyword,
     collect_files,
     copy_tokenizer,
     export_graph,
@@ -63,6 +64,7 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
     n_heads = int(tcfg.num_attention_heads)
     head_dim = int(tcfg.hidden_size) // n_heads
     nq = int(cfg.num_query_tokens)
+    kv_arg = cache_keyword(model.language_model)
     present = [f"present.{i}.{kv}" for i in range(n_layers) for kv in ("key", "value")]
     past = [f"past.{i}.{kv}" for i in range(n_layers) for kv in ("key", "value")]
 
@@ -92,7 +94,7 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
             text = self.m.get_input_embeddings()(input_ids)
             embeds = torch.cat([query_embeds.to(text.dtype), text], dim=1)
             o = self.m.language_model(inputs_embeds=embeds, attention_mask=attention_mask, use_cache=True,
-                                      cache=DynamicCache())
+                                      **{kv_arg: DynamicCache()})
             return (o.logits[:, -1].float(),) + flatten(o.past_key_values)
 
     class Step(torch.nn.Module):
@@ -103,7 +105,7 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
         def forward(self, input_ids, attention_mask, *kv):  # type: ignore[no-untyped-def]
             cache = DynamicCache([(kv[2 * i], kv[2 * i + 1]) for i in range(n_layers)])
             o = self.m.language_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=True,
-                                      cache=cache)
+                                      **{kv_arg: cache})
             return (o.logits[:, -1].float(),) + flatten(o.past_key_values)
 
     pixels = torch.zeros(2, 3, h, w)
