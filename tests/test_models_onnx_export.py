@@ -483,3 +483,28 @@ def test_external_data_is_gathered_into_one_file(tmp_path, monkeypatch):
     with torch.no_grad():
         np.testing.assert_allclose(got, module(x).numpy(), atol=1e-6)
     assert set(collect_files(tmp_path, {"model": path})) == {"model", "external:graph.onnx.data"}
+
+
+def test_onnx_stack_runs_through_the_pipeline(clip_export, dino_export, blip2_export, cross_ckpt, tmp_path):
+    """The exported models behind every seam: ingest, then an image + text question, end to end."""
+    import shutil
+
+    from kira.knowledge_base import KnowledgeBase
+    from kira.models.load import load
+    from kira.pipeline import Kira
+
+    root = tmp_path / "models"
+    for name, manifest in (("clip", clip_export), ("dino", dino_export), ("blip2", blip2_export)):
+        shutil.copytree(Path(manifest).parent, root / name)
+    export("cross-encoder", cross_ckpt, root / "rerank")
+    stack = load(root, prefer_cuda=False)
+    images = _images(4, seed=3)
+    with KnowledgeBase.create(tmp_path / "kb", models=stack) as kb:
+        for i, image in enumerate(images):
+            kb.add_image(image, doc_id=f"img{i}", caption=f"a chest x-ray {WORDS[i]}", tags=["x-ray"])
+        kb.commit()
+    with KnowledgeBase.open(tmp_path / "kb", models=stack) as kb:
+        result = Kira(kb, models=stack).ask("what does the chest x-ray show?", image=images[1], top_k=3)
+    assert result.evidence.items and {e.doc_id for e in result.evidence.items} <= {f"img{i}" for i in range(4)}
+    assert any("rerank" in e.paths for e in result.evidence.items)
+    assert set(result.answer.citations) <= {e.number for e in result.evidence.items}
