@@ -183,9 +183,17 @@ void HNSWIndex::search_layer(const QueryCode& q, std::uint32_t ep, float ep_scor
         if (visited.visit(l[i])) copy.ids[copy.n++] = l[i];
     }
     for (std::uint32_t i = 0; i < copy.n; ++i) q.prefetch(copy.ids[i]);
+    float sims[4];
     for (std::uint32_t i = 0; i < copy.n; ++i) {
       const std::uint32_t nb = copy.ids[i];
-      const float s = q.score(nb);
+      if ((i & 3) == 0) {  // score the next four neighbours together
+        if (i + 4 <= copy.n) {
+          q.score4(copy.ids + i, sims);
+        } else {
+          for (std::uint32_t j = i; j < copy.n; ++j) sims[j - i] = q.score(copy.ids[j]);
+        }
+      }
+      const float s = sims[i & 3];
       if (results.size() < ef || s > bound) {
         candidates.emplace_back(s, nb);
         std::push_heap(candidates.begin(), candidates.end(), best_on_top);

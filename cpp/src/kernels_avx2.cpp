@@ -139,6 +139,27 @@ void scan_f32_multi(const float* Q, std::size_t m, const float* X, std::size_t n
   for (; j < m; ++j) scan_f32(Q + j * d, X, n, d, out + j * ld);
 }
 
+void dot4_f32(const float* q, const float* const* x, std::size_t d, float* out) {
+  const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  std::size_t i = 0;
+  for (; i + 8 <= d; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+    a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(x0 + i), a0);
+    a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(x1 + i), a1);
+    a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(x2 + i), a2);
+    a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(x3 + i), a3);
+  }
+  float s[4] = {hsum(a0), hsum(a1), hsum(a2), hsum(a3)};
+  for (; i < d; ++i) {
+    s[0] += q[i] * x0[i];
+    s[1] += q[i] * x1[i];
+    s[2] += q[i] * x2[i];
+    s[3] += q[i] * x3[i];
+  }
+  for (int j = 0; j < 4; ++j) out[j] = s[j];
+}
+
 void f16_to_f32(const std::uint16_t* h, float* out, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -146,7 +167,7 @@ void f16_to_f32(const std::uint16_t* h, float* out, std::size_t n) {
   for (; i < n; ++i) out[i] = half_to_float(h[i]);
 }
 
-const Kernels table{"avx2", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi, f16_to_f32};
+const Kernels table{"avx2", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi, dot4_f32, f16_to_f32};
 
 }  // namespace
 

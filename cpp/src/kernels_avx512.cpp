@@ -6,6 +6,7 @@
 #if defined(KIRA_X86)
 #include <immintrin.h>
 
+#include <memory>
 #include <vector>
 
 namespace kira::detail {
@@ -162,16 +163,16 @@ __attribute__((target("avx512vnni"))) void scan_i8_vnni(const std::int8_t* q, co
   constexpr std::size_t kStack = 64;  // d <= 4096 on the stack
   __m512i abs_stack[kStack];
   __mmask64 neg_stack[kStack], load_stack[kStack];
-  std::vector<__m512i> abs_heap;
+  std::unique_ptr<__m512i[]> abs_heap;  // C++17 aligned new for the 64-byte type
   std::vector<__mmask64> neg_heap, load_heap;
   __m512i* absq = abs_stack;
   __mmask64* neg = neg_stack;
   __mmask64* load = load_stack;
   if (chunks > kStack) {
-    abs_heap.resize(chunks);
+    abs_heap.reset(new __m512i[chunks]);
     neg_heap.resize(chunks);
     load_heap.resize(chunks);
-    absq = abs_heap.data();
+    absq = abs_heap.get();
     neg = neg_heap.data();
     load = load_heap.data();
   }
@@ -266,6 +267,31 @@ void scan_f32_multi(const float* Q, std::size_t m, const float* X, std::size_t n
   for (; j < m; ++j) scan_f32(Q + j * d, X, n, d, out + j * ld);
 }
 
+void dot4_f32(const float* q, const float* const* x, std::size_t d, float* out) {
+  const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  std::size_t i = 0;
+  for (; i + 16 <= d; i += 16) {
+    const __m512 qv = _mm512_loadu_ps(q + i);
+    a0 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(x0 + i), a0);
+    a1 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(x1 + i), a1);
+    a2 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(x2 + i), a2);
+    a3 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(x3 + i), a3);
+  }
+  if (i < d) {
+    const __mmask16 m = mask16(d - i);
+    const __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
+    a0 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, x0 + i), a0);
+    a1 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, x1 + i), a1);
+    a2 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, x2 + i), a2);
+    a3 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, x3 + i), a3);
+  }
+  out[0] = _mm512_reduce_add_ps(a0);
+  out[1] = _mm512_reduce_add_ps(a1);
+  out[2] = _mm512_reduce_add_ps(a2);
+  out[3] = _mm512_reduce_add_ps(a3);
+}
+
 void f16_to_f32(const std::uint16_t* h, float* out, std::size_t n) {
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, load_half(h + i));
@@ -275,9 +301,10 @@ void f16_to_f32(const std::uint16_t* h, float* out, std::size_t n) {
   }
 }
 
-const Kernels table{"avx512", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi, f16_to_f32};
-const Kernels vnni_table{"avx512", dot_f32, dot_f16, dot_i8_vnni, scan_f32, scan_f16, scan_i8_vnni,
-                         scan_f32_multi, f16_to_f32};
+const Kernels table{"avx512", dot_f32,  dot_f16,        dot_i8,   scan_f32,
+                    scan_f16, scan_i8, scan_f32_multi, dot4_f32, f16_to_f32};
+const Kernels vnni_table{"avx512", dot_f32,      dot_f16,        dot_i8_vnni, scan_f32,
+                         scan_f16, scan_i8_vnni, scan_f32_multi, dot4_f32,    f16_to_f32};
 
 }  // namespace
 

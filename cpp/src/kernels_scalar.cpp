@@ -49,11 +49,15 @@ void scan_f32_multi(const float* queries, std::size_t m, const float* rows, std:
   for (std::size_t j = 0; j < m; ++j) scan_f32(queries + j * d, rows, n, d, out + j * ld);
 }
 
+void dot4_f32(const float* q, const float* const* x, std::size_t d, float* out) {
+  for (int j = 0; j < 4; ++j) out[j] = dot_f32(q, x[j], d);
+}
+
 void f16_to_f32(const std::uint16_t* h, float* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = half_to_float(h[i]);
 }
 
-const Kernels table{"scalar", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi, f16_to_f32};
+const Kernels table{"scalar", dot_f32, dot_f16, dot_i8, scan_f32, scan_f16, scan_i8, scan_f32_multi, dot4_f32, f16_to_f32};
 
 }  // namespace
 

@@ -199,6 +199,16 @@ float QueryCode::score(std::size_t slot) const {
   return 0;
 }
 
+void QueryCode::score4(const std::uint32_t* slots, float* out) const {
+  if (store_.dtype() == Dtype::f32) {
+    const float* rows[4] = {store_.f32_row(slots[0]), store_.f32_row(slots[1]), store_.f32_row(slots[2]),
+                            store_.f32_row(slots[3])};
+    k_.dot4_f32(f_, rows, store_.dim(), out);
+    return;
+  }
+  for (int j = 0; j < 4; ++j) out[j] = score(slots[j]);
+}
+
 void QueryCode::scan(std::size_t begin, std::size_t end, float* out, std::vector<std::int32_t>& scratch) const {
   const std::size_t d = store_.dim();
   const std::size_t n = end - begin;

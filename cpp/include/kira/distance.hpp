@@ -26,6 +26,9 @@ struct Kernels {
   // over the rows (register tiling), for batch search.
   void (*scan_f32_multi)(const float* queries, std::size_t m, const float* rows, std::size_t n,
                          std::size_t d, float* out, std::size_t ld);
+  // out[j] = <q, x[j]> for four rows anywhere in memory (graph search scores neighbours
+  // four at a time: one query load serves four rows, four loads are in flight).
+  void (*dot4_f32)(const float* q, const float* const* x, std::size_t d, float* out);
   // out[i] = float(half[i]) for i < n.
   void (*f16_to_f32)(const std::uint16_t* half, float* out, std::size_t n);
 };

@@ -99,6 +99,8 @@ class QueryCode {
   QueryCode(const VectorStore& store, std::size_t slot, std::vector<float>& scratch);
 
   float score(std::size_t slot) const;
+  // out[j] = score(slots[j]) for j < 4.
+  void score4(const std::uint32_t* slots, float* out) const;
   // out[r - begin] = score(r) for r in [begin, end).
   void scan(std::size_t begin, std::size_t end, float* out, std::vector<std::int32_t>& scratch) const;
   // Hint the row into cache ahead of score().
