@@ -58,6 +58,13 @@ class GroundingConfig:
     verifier_sim_weight: float = 0.5  # s = 0.5 * s_sim + 0.5 * s_attn
     verifier_attn_weight: float = 0.5
     hallucination_threshold: float = 0.3  # claims with s < 0.3 are flagged
+    # Calibration of the verifier's signals (kira.reasoning.verifier explains the fit):
+    verifier_sim_floor: float = 0.5  # MiniLM cosine of same-domain sentences stating different findings
+    verifier_attn_floor: float = 0.15  # share of content tokens a claim matches by chance
+    # The default critic's logistic, P = sigmoid(slope * (cos - midpoint) + overlap_weight * overlap):
+    critic_slope: float = 15.0
+    critic_midpoint: float = 0.45
+    critic_overlap_weight: float = 2.0
     max_evidence: int = 5  # items in the evidence pack handed to the generator
 
 

@@ -44,9 +44,6 @@ from kira.reasoning.verifier import token_alignment
 
 log = logging.getLogger(__name__)
 
-SLOPE = 15.0
-MIDPOINT = 0.45
-OVERLAP_WEIGHT = 2.0
 
 
 def _sigmoid(x: float) -> float:
@@ -97,7 +94,8 @@ class SimilarityCritic:
     """Default critic: calibrated logistic over sentence cosine and keyword overlap (module docstring).
 
     Parameters: text_encoder (a `TextEncoder`), config (`GroundingConfig`, for the
-    threshold), slope / midpoint / overlap_weight (the logistic's constants).
+    threshold and, by default, the logistic's constants), slope / midpoint / overlap_weight
+    (override the config's critic_slope / critic_midpoint / critic_overlap_weight).
     """
 
     name = "similarity"
@@ -107,13 +105,15 @@ class SimilarityCritic:
         text_encoder: TextEncoder,
         config: GroundingConfig | None = None,
         *,
-        slope: float = SLOPE,
-        midpoint: float = MIDPOINT,
-        overlap_weight: float = OVERLAP_WEIGHT,
+        slope: float | None = None,
+        midpoint: float | None = None,
+        overlap_weight: float | None = None,
     ) -> None:
         self.encoder = text_encoder
-        self.config = config or GroundingConfig()
-        self.slope, self.midpoint, self.overlap_weight = float(slope), float(midpoint), float(overlap_weight)
+        self.config = c = config or GroundingConfig()
+        self.slope = float(c.critic_slope if slope is None else slope)
+        self.midpoint = float(c.critic_midpoint if midpoint is None else midpoint)
+        self.overlap_weight = float(c.critic_overlap_weight if overlap_weight is None else overlap_weight)
         self._cache: dict[str, np.ndarray] = {}
 
     def _embed(self, texts: list[str]) -> np.ndarray:

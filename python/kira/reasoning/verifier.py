@@ -51,7 +51,6 @@ from kira.reasoning.types import Answer, Claim, EvidencePack
 
 log = logging.getLogger(__name__)
 
-SIM_FLOOR = 0.5  # all-MiniLM-L6-v2 cosine of same-domain sentences stating different findings
 _PIECE = re.compile(r"(?<=[.;!?])\s+")
 
 
@@ -63,7 +62,6 @@ def summary_pieces(summary: str) -> list[str]:
     parts = [p.strip() for p in _PIECE.split(summary) if len(content_tokens(p)) >= 2]
     whole = summary.strip()
     return [whole, *(p for p in parts if p != whole)] if whole else parts
-ATTN_FLOOR = 0.15  # share of content tokens a claim matches by chance in same-domain evidence
 
 
 def token_alignment(claim: str, evidence: Sequence[str]) -> float:
@@ -89,7 +87,8 @@ class GroundingVerifier:
     ----------
     text_encoder: a `TextEncoder` (the stack's sentence encoder, MiniLM by default).
     config: `GroundingConfig` (weights 0.5 / 0.5, threshold 0.3).
-    sim_floor, attn_floor: calibration floors in [0, 1); 0 gives the raw formula.
+    sim_floor, attn_floor: calibration floors in [0, 1) (default: the config's
+        verifier_sim_floor / verifier_attn_floor); 0 gives the raw formula.
 
     Thread safety: `verify` keeps no state beyond an embedding cache guarded by the GIL;
     safe to share between threads if the encoder is.
@@ -100,13 +99,15 @@ class GroundingVerifier:
         text_encoder: TextEncoder,
         config: GroundingConfig | None = None,
         *,
-        sim_floor: float = SIM_FLOOR,
-        attn_floor: float = ATTN_FLOOR,
+        sim_floor: float | None = None,
+        attn_floor: float | None = None,
     ) -> None:
+        self.config = config or GroundingConfig()
+        sim_floor = self.config.verifier_sim_floor if sim_floor is None else sim_floor
+        attn_floor = self.config.verifier_attn_floor if attn_floor is None else attn_floor
         if not 0.0 <= sim_floor < 1.0 or not 0.0 <= attn_floor < 1.0:
             raise ValueError(f"sim_floor and attn_floor must be in [0, 1); got {sim_floor}, {attn_floor}")
         self.encoder = text_encoder
-        self.config = config or GroundingConfig()
         self.sim_floor = float(sim_floor)
         self.attn_floor = float(attn_floor)
         self._cache: dict[str, np.ndarray] = {}
