@@ -37,6 +37,12 @@ class RetrievalConfig:
     expansion_hypotheses: int = 3  # chain-of-thought hypotheses from the captioner
     expansion_concepts: int = 3  # top concepts from the domain concept bank
     fine_grained: bool = True  # ReAG: crop the question's subject and re-query
+    # kira's own fusion weights for the secondary rankings (not in the papers):
+    expansion_weight_scale: float = 0.5  # an expansion ranks at text_weight * 0.5 * cos(expansion, question)
+    caption_query_weight_scale: float = 0.5  # image-only asks: the image's own description, at half weight
+    hop_weight_scale: float = 0.5  # hops after the first rank at visual_weight * 0.5
+    rerank_candidates_per_result: int = 4  # the cross-encoder re-scores the top 4 * top_k fused
+    critic_candidates_per_result: int = 2  # the critic sees 2 * top_k candidates
 
 
 @dataclass(frozen=True)

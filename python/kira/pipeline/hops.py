@@ -50,7 +50,7 @@ def residual_hop_rankings(kb: Any, query: np.ndarray, config: KiraConfig, allow:
         out.hops.append({"hop": n, "ids": ids[:10].tolist(), "confidence": float(hop.confidence),
                          "new": int(getattr(hop, "new_ids", len(ids)))})
         if n >= 2:
-            out.rankings.append(Ranking(f"hop{n}", ids, scores, config.retrieval.visual_weight * 0.5, f"residual hop {n}"))
+            out.rankings.append(Ranking(f"hop{n}", ids, scores, config.retrieval.visual_weight * config.retrieval.hop_weight_scale, f"residual hop {n}"))
     return out
 
 

@@ -234,7 +234,7 @@ class Kira:
                     trace["compound_added"] = expand_groups(kb, fused, cfg)
             if level >= 5 and getattr(stack, "reranker", None) is not None:
                 with timer.stage("rerank"):
-                    head = fused.ids[: 4 * top_k]
+                    head = fused.ids[: cfg.retrieval.rerank_candidates_per_result * top_k]
                     desc = {cid: row.description for cid, row in kb.store.chunks(head).items()}
                     trace["reranked"] = rerank(stack, question, fused, desc, cfg.retrieval, len(head))
         trace["rankings"] = [
@@ -242,7 +242,7 @@ class Kira:
              "top": r.ids[:5].tolist()} for r in rankings
         ]
         with timer.stage("evidence"):
-            candidates, rows = _diverse(kb, fused, self.max_per_document, (2 * top_k) if level >= 4 else top_k)
+            candidates, rows = _diverse(kb, fused, self.max_per_document, (cfg.retrieval.critic_candidates_per_result * top_k) if level >= 4 else top_k)
             items = build_items(kb, [c for c, _ in candidates], [s for _, s in candidates], fused.paths, fused.cosine,
                                 rows=rows)
         critic_card = None

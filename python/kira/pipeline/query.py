@@ -119,10 +119,10 @@ def text_rankings(
     if q.text_vector is not None:
         queries.append(q.text_vector)
         # A generated description of the query image is weaker evidence than a question.
-        meta.append(("text", config.text_weight * (0.5 if q.text_from_caption else 1.0), q.text_query))
+        meta.append(("text", config.text_weight * (config.caption_query_weight_scale if q.text_from_caption else 1.0), q.text_query))
     for text, vector, sim in expansions:
         queries.append(vector)
-        meta.append(("expansion", config.text_weight * 0.5 * max(sim, 0.0), text))
+        meta.append(("expansion", config.text_weight * config.expansion_weight_scale * max(sim, 0.0), text))
     if not queries:
         return []
     results = search(kb.index("text"), np.stack(queries), config.candidates, allow)
