@@ -135,7 +135,7 @@ def test_reranker_blends_scores(kb):
     plain = Kira(kb, models=FakeStack(critic=KeepAll())).ask("blue sky", variant="full", top_k=3)
     assert plain.evidence.items[0].box != (48, 36, 64, 48)
     stack = FakeStack(reranker=PreferCorner(), critic=KeepAll())
-    result = Kira(kb, models=stack).ask("blue sky", variant="full", top_k=5)  # head = 20 >= blue's 17 chunks
+    result = Kira(kb, models=stack).ask("blue sky", variant="full", top_k=10)  # head = 40 holds all of blue's 17 chunks
     assert result.trace["reranked"] is True
     top = result.evidence.items[0]
     assert top.box == (48, 36, 64, 48) and "rerank" in top.paths

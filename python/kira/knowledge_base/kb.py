@@ -552,6 +552,27 @@ class KnowledgeBase:
             self._caches["groups"] = (groups, kinds)
         return self._caches["groups"]
 
+    def lexical(self) -> Any:
+        """The `kira.knowledge_base.lexical.LexicalIndex` over document and passage chunks (cached per commit).
+
+        Each document chunk is indexed with its description, its doc id and its metadata
+        values; each passage chunk with its text.
+        """
+        if "lexical" not in self._caches:
+            from kira.knowledge_base.lexical import LexicalIndex
+
+            rows = self.store.conn.execute(
+                "SELECT c.id, c.description, c.doc_id, d.metadata FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
+                "WHERE c.level IN ('document', 'passage') ORDER BY c.id"
+            ).fetchall()
+            texts = []
+            for _cid, description, doc_id, metadata in rows:
+                values = json.loads(metadata or "{}") if metadata else {}
+                extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
+                texts.append(f"{description or ''} {doc_id.replace('-', ' ')} {extra}")
+            self._caches["lexical"] = LexicalIndex.build([r[0] for r in rows], texts)
+        return self._caches["lexical"]
+
     def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The document-level chunk id of each chunk id (-1 for unknown ids); an in-memory map cached per commit."""
         if "doc_chunk_map" not in self._caches:

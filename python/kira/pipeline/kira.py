@@ -5,12 +5,20 @@ Variants (cumulative, the paper's ablation; `VARIANTS`):
 ===================  ===============================================================
 visual_only          path A only: the visual index, queried with the image and/or
                      the question embedded into image space
-dual_path            + path B, the description index, fused by weighted RRF
-query_expansion      + captioner hypotheses and concept-bank concepts as extra queries
+dual_path            + path B, the description index (dense) and BM25 over document
+                     texts, fused by weighted RRF; with a query image the question's
+                     rankings re-rank inside the image's nearest documents at a weight
+                     x the question's specificity; documents the question names by
+                     identifier lead (kira.pipeline.anchoring)
+query_expansion      + captioner hypotheses and concept-bank concepts as extra queries,
+                     and (text queries) visual pseudo-relevance feedback
 multi_hop            + residual hops (core) and compound-document expansion (core)
-grounded             + ReAG critic over the evidence and the grounding verifier
-full                 + ReAG fine-grained retrieval (query crops) and the cross-encoder
-                     re-rank when the stack has one
+grounded             + ReAG critic over the evidence (it reads the question and the
+                     query image's description; named documents are kept) and the
+                     grounding verifier
+full                 + ReAG fine-grained retrieval (a query crop re-ranks the regions
+                     of the image's nearest documents) and the cross-encoder re-rank
+                     when the stack has one
 ===================  ===============================================================
 
 Every variant generates with the same generator. Variants below "grounded" run neither
@@ -33,7 +41,9 @@ from kira.pipeline.concepts import ConceptBank, builtin_banks
 from kira.pipeline.evidence import build_items
 from kira.pipeline.fine import choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
-from kira.pipeline.query import Fused, Ranking, encode_query, expand_query, fuse, rerank, text_rankings, visual_rankings
+from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
+from kira.pipeline.query import (Fused, Ranking, encode_query, expand_query, fuse, lexical_rankings, rerank,
+                                 text_rankings, visual_rankings)
 from kira.reasoning.types import Answer, EvidencePack
 
 log = logging.getLogger(__name__)
@@ -213,22 +223,42 @@ class Kira:
                     expansions = expand_query(stack, q, pixels, self.concept_banks, cfg.retrieval)
             if level >= 1:
                 with timer.stage("text_search"):
-                    rankings += text_rankings(kb, q, expansions, cfg.retrieval, allow)
+                    from_question = visual[1:] if pixels is not None else []
+                    from_question += text_rankings(kb, q, expansions, cfg.retrieval, allow)
+                    from_question += lexical_rankings(kb, q, cfg.retrieval, allow)
+                    if pixels is not None and visual:
+                        specificity = kb.lexical().specificity(question or q.text_query)
+                        trace["question_specificity"] = round(specificity, 4)
+                        scale = specificity if cfg.retrieval.anchor_by_specificity else 1.0
+                        from_question = anchor_to_image(kb, visual[0], from_question, scale, cfg.retrieval)
+                    rankings = rankings[:1] + from_question if pixels is not None else rankings + from_question
             if level >= 5 and pixels is not None and cfg.retrieval.fine_grained:
                 with timer.stage("fine"):
                     crop = choose_region(kb, stack, pixels, q, cfg)
                     if crop is not None:
-                        rankings.append(fine_ranking(kb, crop, cfg, allow))
+                        # coarse + fine: the crop re-ranks regions of the image's nearest documents
+                        rankings += anchor_to_image(kb, rankings[0], [fine_ranking(kb, crop, cfg, allow)], 1.0,
+                                                    cfg.retrieval)
                         trace["fine_box"] = crop.box
+            with timer.stage("fusion"):
+                fused = self._fuse(rankings, question, level, allow)
+                feedback = None
+                if level >= 2 and pixels is None:  # an image is already a visual query; feedback serves text
+                    feedback = feedback_ranking(kb, fused, cfg.retrieval, allow)
+                    if feedback is not None:
+                        rankings.append(feedback)
             if level >= 3:
                 with timer.stage("hops"):
-                    start = q.image_vector if q.image_vector is not None else q.text_in_image
+                    # Hops start from the best visual query there is: the image, the feedback mean, the question.
+                    start = next((v for v in (q.image_vector, feedback.vector if feedback else None, q.text_in_image)
+                                  if v is not None), None)
                     if start is not None:
                         hops = residual_hop_rankings(kb, start, cfg, allow)
                         rankings += hops.rankings
                         hop_info = {"hops": hops.hops, "stop_reason": hops.stop_reason}
-            with timer.stage("fusion"):
-                fused = fuse(rankings, cfg.retrieval)
+            if feedback is not None or level >= 3:
+                with timer.stage("fusion"):
+                    fused = self._fuse(rankings, question, level, allow)
             if level >= 3:
                 with timer.stage("compound"):
                     trace["compound_added"] = expand_groups(kb, fused, cfg)
@@ -249,7 +279,8 @@ class Kira:
         dropped: list[Any] = []
         if level >= 4:
             with timer.stage("critic"):
-                decision = self.critic.filter(question, items, cfg.grounding.critic_threshold)
+                decision = self.critic.filter(self._critic_query(question, pixels), items, cfg.grounding.critic_threshold)
+                decision = _keep_named(decision, items)
             from kira.explain.card import critic_summary
 
             critic_card = critic_summary(decision)
@@ -287,6 +318,24 @@ class Kira:
         trace.update(hop_info)
         trace["expansions"] = [(t, round(s, 4)) for t, _, s in expansions]
         return Result(question or None, answer, pack, card, timings, trace)
+
+    def _critic_query(self, question: str, pixels: np.ndarray | None) -> str:
+        """What the critic judges relevance against: the question, plus the query image's description.
+
+        ReAG's critic sees the image and the question; a text critic sees the image through the captioner.
+        """
+        captioner = getattr(self.models, "captioner", None)
+        if pixels is None or not question or captioner is None:
+            return question
+        description = captioner.caption(pixels)
+        return f"{question} {description}".strip() if description else question
+
+    def _fuse(self, rankings: list[Ranking], question: str, level: int, allow: np.ndarray | None) -> Fused:
+        """Weighted RRF; from the dual path on, documents named by an identifier in the question lead."""
+        fused = fuse(rankings, self.config.retrieval)
+        if level >= 1:
+            lead_with_identifiers(self.kb, fused, question, allow)
+        return fused
 
     def _config_summary(self, variant: str, top_k: int, levels: Sequence[str] | None) -> dict[str, Any]:
         cfg = self.config
@@ -344,6 +393,22 @@ def _diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[in
         if len(out) >= n:
             break
     return out, rows
+
+
+def _keep_named(decision: Any, items: Sequence[Any]) -> Any:
+    """The critic's decision with every item the question names by identifier kept (input order preserved).
+
+    A document the question names ("patient P017") is relevant by the question's own words.
+    """
+    rescued = {i.chunk_id for i in decision.dropped if "identifier" in (i.paths or ())}
+    if not rescued:
+        return decision
+    import dataclasses
+
+    kept_ids = {i.chunk_id for i in decision.kept} | rescued
+    note = (decision.note + " " if decision.note else "") + f"{len(rescued)} items named by identifier kept"
+    return dataclasses.replace(decision, kept=tuple(i for i in items if i.chunk_id in kept_ids),
+                               dropped=tuple(i for i in items if i.chunk_id not in kept_ids), note=note)
 
 
 class _StackCritic:

@@ -4,7 +4,9 @@ Path A (visual index) is queried with the query image's embedding and/or the que
 embedded into image space (the stack's `image_text` encoder, CLIP's text tower; else
 the knowledge base's fitted TextToImageBridge). Path B (text index, chunk
 descriptions) is queried with the sentence embedding of the question (or, for an
-image-only query, of the captioner's description of the image) and of the expansions.
+image-only query, of the captioner's description of the image) and of the expansions,
+and with BM25 over document texts (`lexical_rankings`; kira.knowledge_base.lexical).
+How the rankings of an image query meet, and feedback, live in kira.pipeline.anchoring.
 Every search result list is one ranking for the core's weighted `rrf_fuse`: visual
 rankings carry alpha = 0.6, text rankings 1 - alpha = 0.4, expansions 0.4 x their
 similarity to the question x 0.5, hop and fine-grained rankings as their path says.
@@ -30,6 +32,8 @@ class Ranking:
     scores: np.ndarray  # float32 cosine scores
     weight: float
     query: str = ""  # what was searched (for the trace)
+    cosine: bool = True  # scores are cosines (False: BM25 scores, not comparable across paths)
+    vector: np.ndarray | None = None  # the query vector, where one was searched with
 
 
 @dataclass
@@ -129,6 +133,17 @@ def text_rankings(
     return [Ranking(path, ids, scores, w, text) for (ids, scores), (path, w, text) in zip(results, meta)]
 
 
+def lexical_rankings(kb: Any, q: QueryVectors, config: RetrievalConfig, allow: np.ndarray | None) -> list[Ranking]:
+    """Path B's lexical half: BM25 of the question over document texts (`KnowledgeBase.lexical`)."""
+    if not q.question or config.lexical_weight_scale <= 0:
+        return []
+    hits = kb.lexical().search(q.question, config.candidates, allow=allow)
+    if not len(hits.ids):
+        return []
+    return [Ranking("lexical", hits.ids, hits.scores, config.text_weight * config.lexical_weight_scale, q.question,
+                    cosine=False)]
+
+
 def expand_query(
     stack: Any, q: QueryVectors, image: np.ndarray | None, banks: Sequence[ConceptBank], config: RetrievalConfig
 ) -> list[tuple[str, np.ndarray, float]]:
@@ -182,7 +197,8 @@ def fuse(rankings: Sequence[Ranking], config: RetrievalConfig) -> Fused:
             lst = paths.setdefault(i, [])
             if r.path not in lst:
                 lst.append(r.path)
-            cosine[i] = max(cosine.get(i, -1.0), float(s))
+            if r.cosine:
+                cosine[i] = max(cosine.get(i, -1.0), float(s))
     if not rankings:
         return Fused(np.zeros(0, np.int64), np.zeros(0, np.float32), {}, {})
     ids, scores = _core.rrf_fuse([r.ids for r in rankings], [r.weight for r in rankings], config.rrf_k,

@@ -1,0 +1,152 @@
+"""BM25 over the knowledge base's document texts: the lexical half of path B.
+
+Sentence encoders place "patient P017" next to "patient P071"; users who name a subject
+by identifier, date or part number need exact term matching. `LexicalIndex` is Okapi
+BM25 (Robertson & Zaragoza 2009; k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) /
+(df + 0.5))) over one text per document chunk: its description (the user's caption and
+tags plus the generated description), its doc id and its metadata values, and over
+passage chunks. Region and patch chunks repeat their document's caption, so they are
+left out rather than counted twenty times.
+
+`specificity(text)` is the largest normalised idf among the text's terms that occur in
+the index (0 when none does, 1 for a term held by a single document): a pre-retrieval
+query-performance predictor (max-idf; He & Ounis 2004) that says how much the words of
+a question can narrow the knowledge base down.
+
+The index lives in memory, built from the store on first use and rebuilt after each
+commit (`KnowledgeBase.lexical()`); building is one pass over the texts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from kira.reasoning.text_tokens import DISCOURSE_WORDS, STOP_WORDS, stem
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+_TERM = re.compile(r"\d{4}-\d{2}-\d{2}|[a-z0-9]+")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# Words that frame a request ("find", "compare") rather than name what is searched for.
+QUERY_FRAME_WORDS = frozenset(
+    """find show shows showing retrieve search look list give tell describe compare compared what which
+    kind type""".split()
+) | DISCOURSE_WORDS
+
+
+def lexical_terms(text: str) -> list[str]:
+    """Index terms of `text`: lower-cased words and ISO dates, stop words removed, lightly stemmed.
+
+    Identifiers stay whole ("P017" -> "p017", "2021-04-09" stays one term).
+    """
+    return [stem(t) for t in _TERM.findall(text.lower()) if t not in STOP_WORDS]
+
+
+def is_identifier(term: str) -> bool:
+    """Whether an index term is an identifier: letters and digits mixed ("p017", "c012", "7805a") or an ISO date."""
+    if _DATE.fullmatch(term):
+        return True
+    return any(c.isdigit() for c in term) and any(c.isalpha() for c in term)
+
+
+@dataclass(frozen=True)
+class LexicalHits:
+    """A lexical search's result: chunk ids best first and their BM25 scores (> 0)."""
+
+    ids: np.ndarray  # int64
+    scores: np.ndarray  # float32
+
+
+class LexicalIndex:
+    """An in-memory BM25 index over (chunk id, text) pairs. Build with `LexicalIndex.build`."""
+
+    def __init__(self, ids: np.ndarray, lengths: np.ndarray, postings: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        self.ids = ids
+        self.lengths = lengths
+        self.postings = postings
+        self.avg_length = float(lengths.mean()) if len(lengths) else 0.0
+
+    @classmethod
+    def build(cls, chunk_ids: Sequence[int] | np.ndarray, texts: Iterable[str]) -> LexicalIndex:
+        """Index `texts[i]` under `chunk_ids[i]`.
+
+        Raises ValueError when the two lengths differ or an id repeats.
+        """
+        ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+        texts = list(texts)
+        if len(ids) != len(texts):
+            raise ValueError(f"{len(ids)} chunk ids but {len(texts)} texts; pass one text per id")
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError("chunk ids repeat; pass each chunk once")
+        rows: dict[str, list[int]] = {}
+        freqs: dict[str, list[int]] = {}
+        lengths = np.zeros(len(ids), dtype=np.float32)
+        for row, text in enumerate(texts):
+            terms = lexical_terms(text)
+            lengths[row] = len(terms)
+            for term, tf in Counter(terms).items():
+                rows.setdefault(term, []).append(row)
+                freqs.setdefault(term, []).append(tf)
+        postings = {t: (np.asarray(r, dtype=np.int32), np.asarray(freqs[t], dtype=np.float32)) for t, r in rows.items()}
+        return cls(ids, lengths, postings)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def idf(self, term: str) -> float:
+        """BM25 idf of an index term (already passed through `lexical_terms`); 0.0 for an unknown term."""
+        posting = self.postings.get(term)
+        if posting is None:
+            return 0.0
+        n, df = len(self.ids), len(posting[0])
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def specificity(self, text: str) -> float:
+        """Largest idf among `text`'s known terms, divided by the idf of a single-document term; in [0, 1]."""
+        if len(self.ids) == 0:
+            return 0.0
+        terms = [t for t in set(lexical_terms(text)) if t not in QUERY_FRAME_WORDS]
+        best = max((self.idf(t) for t in terms), default=0.0)
+        top = math.log(1.0 + (len(self.ids) - 0.5) / 1.5)
+        return float(min(best / top, 1.0)) if top > 0 else 0.0
+
+    def identifier_matches(self, text: str, *, allow: np.ndarray | None = None) -> np.ndarray:
+        """Chunk ids (ascending) holding any identifier term of `text` (see `is_identifier`); empty when none."""
+        rows = [self.postings[t][0] for t in set(lexical_terms(text)) if is_identifier(t) and t in self.postings]
+        if not rows:
+            return np.zeros(0, np.int64)
+        ids = np.unique(self.ids[np.concatenate(rows)])
+        if allow is not None:
+            ids = ids[np.isin(ids, np.asarray(allow, dtype=np.int64))]
+        return ids
+
+    def search(self, text: str, k: int, *, allow: np.ndarray | None = None) -> LexicalHits:
+        """The `k` best chunks for `text` by BM25 (only chunks sharing a term; ties by chunk id).
+
+        `allow`: chunk ids that may be returned (None = all). Raises ValueError for k < 1.
+        """
+        if k < 1:
+            raise ValueError(f"k must be >= 1; got {k}")
+        empty = LexicalHits(np.zeros(0, np.int64), np.zeros(0, np.float32))
+        terms = [t for t in set(lexical_terms(text)) if t in self.postings and t not in QUERY_FRAME_WORDS]
+        if not terms or len(self.ids) == 0:
+            return empty
+        scores = np.zeros(len(self.ids), dtype=np.float32)
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * self.lengths / max(self.avg_length, 1e-9))
+        for term in terms:
+            rows, tf = self.postings[term]
+            scores[rows] += np.float32(self.idf(term)) * tf * (BM25_K1 + 1.0) / (tf + norm[rows])
+        if allow is not None:
+            scores[~np.isin(self.ids, np.asarray(allow, dtype=np.int64))] = 0.0
+        hit = np.flatnonzero(scores > 0)
+        if not len(hit):
+            return empty
+        order = np.lexsort((self.ids[hit], -scores[hit]))[:k]
+        return LexicalHits(self.ids[hit[order]], scores[hit[order]])

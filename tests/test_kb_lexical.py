@@ -1,0 +1,110 @@
+"""LexicalIndex (BM25) against a direct Okapi BM25 reference, identifiers, specificity, KnowledgeBase.lexical."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from pipeline_fakes import FakeStack, flat
+
+from kira.knowledge_base import KnowledgeBase
+from kira.knowledge_base.lexical import BM25_B, BM25_K1, LexicalIndex, is_identifier, lexical_terms
+
+TEXTS = [
+    "PA chest radiograph, patient P017, study 1 (2020-01-13). Lungs clear.",
+    "Lateral chest radiograph, patient P017, study 2 (2020-04-20). Small left pleural effusion.",
+    "PA chest radiograph, patient P071, study 1 (2021-02-02). Right lower lobe pneumonia.",
+    "Schematic C012 rev A: inverting op-amp amplifier, Rin = 2.2k.",
+    "Sentinel-2 tile T042 acquired 2020-01-13. Dense residential blocks.",
+]
+IDS = [10, 11, 12, 30, 40]
+
+
+def reference_bm25(query: str, texts: list[str]) -> np.ndarray:
+    docs = [lexical_terms(t) for t in texts]
+    n = len(docs)
+    avg = sum(len(d) for d in docs) / n
+    out = np.zeros(n)
+    for term in set(lexical_terms(query)):
+        df = sum(term in d for d in docs)
+        if df == 0:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for i, d in enumerate(docs):
+            tf = Counter(d)[term]
+            out[i] += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * len(d) / avg))
+    return out
+
+
+@pytest.fixture(scope="module")
+def index():
+    return LexicalIndex.build(IDS, TEXTS)
+
+
+@pytest.mark.parametrize("query", ["patient P017 pleural effusion", "pneumonia right lower lobe", "C012 amplifier",
+                                   "acquired 2020-01-13", "radiograph"])
+def test_scores_match_reference_bm25(index, query):
+    ref = reference_bm25(query, TEXTS)
+    hits = index.search(query, 10)
+    expected = [IDS[i] for i in np.lexsort((IDS, -ref)) if ref[i] > 0]
+    assert hits.ids.tolist() == expected
+    got = dict(zip(hits.ids.tolist(), hits.scores.tolist()))
+    for i, cid in enumerate(IDS):
+        assert got.get(cid, 0.0) == pytest.approx(ref[i], rel=1e-5, abs=1e-6)
+
+
+def test_identifiers_stay_whole_and_are_recognised():
+    assert "p017" in lexical_terms("patient P017") and "2020-01-13" in lexical_terms("on 2020-01-13.")
+    assert is_identifier("p017") and is_identifier("c012") and is_identifier("2020-01-13")
+    assert not is_identifier("chest") and not is_identifier("3") and not is_identifier("2020")
+
+
+def test_identifier_matches_find_only_named_documents(index):
+    assert index.identifier_matches("Compare the studies of patient P017").tolist() == [10, 11]
+    assert index.identifier_matches("what was acquired on 2020-01-13?").tolist() == [10, 40]
+    assert index.identifier_matches("patient P999 chest").tolist() == []
+    assert index.identifier_matches("patient P017", allow=np.array([11])).tolist() == [11]
+
+
+def test_search_respects_allow_k_and_unknown_terms(index):
+    top = index.search("patient P017", 1).ids.tolist()
+    assert len(top) == 1 and top == index.search("patient P017", 10).ids[:1].tolist() and top[0] in (10, 11)
+    assert set(index.search("patient P017", 10, allow=np.array([11, 12])).ids.tolist()) <= {11, 12}
+    assert len(index.search("zebra quantum", 5).ids) == 0
+    assert len(index.search("what is shown", 5).ids) == 0  # request and stop words never match
+    with pytest.raises(ValueError, match="k must be"):
+        index.search("x", 0)
+
+
+def test_specificity_orders_generic_below_specific(index):
+    generic = index.specificity("What is the most likely finding on this chest radiograph?")
+    disease = index.specificity("Find radiographs showing pneumonia")
+    named = index.specificity("patient P071")
+    assert generic < disease <= named <= 1.0
+    assert index.specificity("nothing here matches") == 0.0
+    assert LexicalIndex.build([], []).specificity("P017") == 0.0
+
+
+def test_build_rejects_bad_input():
+    with pytest.raises(ValueError, match="one text per id"):
+        LexicalIndex.build([1, 2], ["a"])
+    with pytest.raises(ValueError, match="repeat"):
+        LexicalIndex.build([1, 1], ["a", "b"])
+
+
+def test_knowledge_base_lexical_indexes_captions_ids_and_metadata_and_refreshes(tmp_path):
+    kb = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
+    kb.add_image(flat((1, 0, 0)), doc_id="scan-a", caption="chest film of patient P017", metadata={"site": "W42"})
+    kb.commit()
+    lex = kb.lexical()
+    assert len(lex) == 1  # document chunk only, not its regions and patches
+    doc_chunk = kb.store.document_chunk_ids(["scan-a"])["scan-a"]
+    assert lex.identifier_matches("P017").tolist() == [doc_chunk]
+    assert lex.identifier_matches("site W42").tolist() == [doc_chunk]
+    assert lex.search("scan", 5).ids.tolist() == [doc_chunk]  # the doc id is searchable
+    kb.add_image(flat((0, 1, 0)), doc_id="scan-b", caption="patient P018")
+    kb.commit()
+    assert len(kb.lexical()) == 2 and len(kb.lexical().identifier_matches("P018")) == 1
+    kb.close()

@@ -1,0 +1,125 @@
+"""How the paths meet: image anchoring, identifier-led ranking, pseudo-relevance feedback, named evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from pipeline_fakes import FakeStack, flat
+
+from kira.config import KiraConfig, RetrievalConfig
+from kira.knowledge_base import KnowledgeBase
+from kira.pipeline import Kira
+from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
+from kira.pipeline.query import Fused, Ranking
+
+COLOURS = {"red": (1, 0, 0), "green": (0, 1, 0), "blue": (0, 0, 1), "yellow": (1, 1, 0), "cyan": (0, 1, 1),
+           "magenta": (1, 0, 1)}
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    """Six patients, one colour each, two studies per patient; captions name the patient and the colour."""
+    base = KnowledgeBase.create(tmp_path_factory.mktemp("anchoring") / "kb", models=FakeStack())
+    for n, (name, colour) in enumerate(COLOURS.items(), start=1):
+        for study in (0, 1):
+            shade = tuple(0.9 * c if study else c for c in colour)
+            base.add_image(flat(shade), doc_id=f"P00{n}-s{study}", caption=f"{name} scan of patient P00{n}",
+                           sequence=(f"P00{n}", study))
+    base.commit()
+    yield base
+    base.close()
+
+
+def _doc(kb, chunk_id):
+    return kb.store.chunks([chunk_id])[chunk_id].doc_id
+
+
+def test_generic_question_keeps_the_image_top_document(kb):
+    image = flat(COLOURS["blue"])
+    alone = Kira(kb).ask(image=image, variant="visual_only")
+    for variant in ("dual_path", "query_expansion", "multi_hop", "grounded", "full"):
+        result = Kira(kb).ask("What is shown in this picture?", image=image, variant=variant)
+        assert result.evidence.items[0].doc_id == alone.evidence.items[0].doc_id, variant
+        assert result.trace["question_specificity"] == 0.0
+
+
+def test_question_rankings_stay_inside_the_image_neighbourhood(kb):
+    config = dataclasses.replace(kb.config, retrieval=dataclasses.replace(kb.config.retrieval, anchor_documents=2))
+    result = Kira(kb, config=config).ask("yellow scan", image=flat(COLOURS["blue"]), variant="dual_path")
+    question_docs = {_doc(kb, c) for r in result.trace["rankings"][1:] for c in r["top"]}
+    assert question_docs and question_docs <= {"P003-s0", "P003-s1"}  # the blue image's two nearest documents
+    assert not any(d.startswith("P004") for d in question_docs)  # "yellow" is outside the blue image's neighbours
+    assert result.trace["question_specificity"] > 0.0
+
+
+def test_an_identifier_in_the_question_leads_the_ranking(kb):
+    result = Kira(kb).ask("How did patient P005 change between studies?", variant="dual_path")
+    assert {i.doc_id for i in result.evidence.items[:2]} == {"P005-s0", "P005-s1"}
+    assert all("identifier" in i.paths for i in result.evidence.items[:2])
+    plain = Kira(kb).ask("How did patient P005 change between studies?", variant="visual_only")
+    assert not any("identifier" in i.paths for i in plain.evidence.items)
+
+
+def test_named_evidence_survives_a_critic_that_rejects_everything(kb):
+    class RejectAll:
+        def relevance(self, question, texts):
+            return np.zeros(len(texts), np.float32)
+
+    result = Kira(kb, models=FakeStack(critic=RejectAll())).ask("patient P002", variant="grounded")
+    kept = {i.doc_id for i in result.evidence.items}
+    assert {"P002-s0", "P002-s1"} <= kept
+    assert "identifier" in result.card.critic["note"]
+
+
+def test_feedback_serves_text_queries_only(kb):
+    text_only = Kira(kb).ask("green scan", variant="query_expansion")
+    paths = [r["path"] for r in text_only.trace["rankings"]]
+    assert "feedback" in paths
+    with_image = Kira(kb).ask("green scan", image=flat(COLOURS["green"]), variant="query_expansion")
+    assert "feedback" not in [r["path"] for r in with_image.trace["rankings"]]
+    assert "feedback" not in [r["path"] for r in Kira(kb).ask("green scan", variant="dual_path").trace["rankings"]]
+
+
+def test_feedback_ranking_searches_with_the_mean_of_the_top_documents(kb):
+    cfg = RetrievalConfig(feedback_documents=2)
+    docs = kb.store.document_chunk_ids(["P003-s0", "P003-s1"])
+    ids = np.array([docs["P003-s0"], docs["P003-s1"]], np.int64)
+    fused = Fused(ids, np.array([1.0, 0.9], np.float32), {}, {})
+    ranking = feedback_ranking(kb, fused, cfg, None)
+    index = kb.index("visual")
+    mean = index.get_vectors(ids).mean(axis=0)
+    np.testing.assert_allclose(ranking.vector, mean / np.linalg.norm(mean), atol=1e-6)
+    nearest = list(dict.fromkeys(_doc(kb, c) for c in ranking.ids.tolist()))
+    assert set(nearest[:2]) == {"P003-s0", "P003-s1"}
+    assert feedback_ranking(kb, Fused(np.zeros(0, np.int64), np.zeros(0, np.float32), {}, {}), cfg, None) is None
+    assert feedback_ranking(kb, fused, RetrievalConfig(feedback_documents=0), None) is None
+
+
+def test_anchor_to_image_filters_and_scales(kb):
+    docs = kb.store.document_chunk_ids([f"P00{n}-s0" for n in range(1, 7)])
+    image = Ranking("visual", np.array([docs["P001-s0"], docs["P002-s0"], docs["P003-s0"]]), np.ones(3, np.float32), 0.6)
+    other = Ranking("text", np.array([docs["P006-s0"], docs["P002-s0"], docs["P001-s0"]]),
+                    np.array([0.9, 0.8, 0.7], np.float32), 0.4)
+    (out,) = anchor_to_image(kb, image, [other], 0.5, RetrievalConfig(anchor_documents=2))
+    assert out.ids.tolist() == [docs["P002-s0"], docs["P001-s0"]]
+    assert out.scores.tolist() == pytest.approx([0.8, 0.7])
+    assert out.weight == pytest.approx(0.2)
+
+
+def test_lead_with_identifiers_moves_named_chunks_first_and_adds_missing_ones(kb):
+    docs = kb.store.document_chunk_ids(["P001-s0", "P004-s0", "P004-s1"])
+    fused = Fused(np.array([docs["P001-s0"], docs["P004-s0"]], np.int64), np.array([1.0, 0.5], np.float32), {}, {})
+    assert lead_with_identifiers(kb, fused, "what about P004?", None) == 2
+    assert fused.ids[:2].tolist() == [docs["P004-s0"], docs["P004-s1"]]
+    assert fused.ids[2] == docs["P001-s0"]
+    assert np.all(np.diff(fused.scores) <= 0)  # still a ranking
+    assert "identifier" in fused.paths[docs["P004-s1"]]
+    assert lead_with_identifiers(kb, fused, "no identifiers here", None) == 0
+
+
+def test_config_defaults_are_the_documented_ones():
+    cfg = KiraConfig().retrieval
+    assert (cfg.anchor_documents, cfg.anchor_by_specificity, cfg.feedback_documents) == (10, True, 5)
+    assert cfg.lexical_weight_scale == 1.0 and cfg.feedback_weight_scale == 1.0
