@@ -122,4 +122,4 @@ def test_lead_with_identifiers_moves_named_chunks_first_and_adds_missing_ones(kb
 def test_config_defaults_are_the_documented_ones():
     cfg = KiraConfig().retrieval
     assert (cfg.anchor_documents, cfg.anchor_by_specificity, cfg.feedback_documents) == (10, True, 5)
-    assert cfg.lexical_weight_scale == 1.0 and cfg.feedback_weight_scale == 1.0
+    assert cfg.lexical_weight_scale == 1.0 and cfg.feedback_weight_scale == 2.0

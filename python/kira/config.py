@@ -47,7 +47,7 @@ class RetrievalConfig:
     anchor_documents: int = 10  # with a query image, question rankings re-rank inside its 10 nearest documents
     anchor_by_specificity: bool = True  # ... at their weight x the question's max-idf specificity
     feedback_documents: int = 5  # pseudo-relevance feedback: the top 5 fused documents' mean re-queries path A
-    feedback_weight_scale: float = 1.0  # ... ranking at visual_weight * 1.0
+    feedback_weight_scale: float = 2.0  # ... ranking at visual_weight * 2.0: a mean of relevant documents is the surest visual query
 
 
 @dataclass(frozen=True)

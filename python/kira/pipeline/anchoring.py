@@ -13,7 +13,8 @@
   they move to the front of the fused list, in fused order, ahead of everything else.
 * `feedback_ranking`: pseudo-relevance feedback across modalities (average query
   expansion, Chum et al. 2007): the mean visual vector of the top `feedback_documents`
-  fused documents re-queries the visual index, so documents whose captions say nothing
+  fused documents (of those named by identifier, when the question names any)
+  re-queries the visual index, so documents whose captions say nothing
   are found through their look-alikes among those whose captions matched.
 """
 
@@ -79,8 +80,12 @@ def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.n
     index = kb.index("visual")
     if config.feedback_documents < 1 or index is None or not len(fused.ids):
         return None
+    head = fused.ids[: 20 * config.feedback_documents]
+    named = [c for c in head.tolist() if "identifier" in fused.paths.get(int(c), ())]
+    if named:  # the documents the question names are the surest relevant ones
+        head = np.array(named, dtype=np.int64)
     top: list[int] = []
-    for d in kb.document_chunk_of(fused.ids[: 20 * config.feedback_documents]).tolist():
+    for d in kb.document_chunk_of(head).tolist():
         if d >= 0 and d not in top and index.contains(d):
             top.append(d)
             if len(top) >= config.feedback_documents:
