@@ -123,3 +123,39 @@ def test_config_defaults_are_the_documented_ones():
     cfg = KiraConfig().retrieval
     assert (cfg.anchor_documents, cfg.anchor_by_specificity, cfg.feedback_documents) == (10, True, 5)
     assert cfg.lexical_weight_scale == 1.0 and cfg.feedback_weight_scale == 2.0
+
+
+def test_feedback_seeds_from_strong_bm25_matches_not_the_flat_fused_list(kb):
+    docs = kb.store.document_chunk_ids([f"P00{n}-s0" for n in range(1, 7)])
+    fused = Fused(np.array([docs[f"P00{n}-s0"] for n in range(1, 7)], np.int64),
+                  np.linspace(1.0, 0.9, 6).astype(np.float32), {}, {})
+    lexical = Ranking("lexical", np.array([docs["P004-s0"], docs["P001-s0"]]), np.array([5.0, 1.0], np.float32), 0.4,
+                      cosine=False)
+    ranking = feedback_ranking(kb, fused, RetrievalConfig(), None, lexical)
+    assert ranking.query == "mean of the top 1 documents"  # 1.0 < 0.5 x 5.0: only P004 seeds
+    np.testing.assert_allclose(ranking.vector, kb.index("visual").get_vectors([docs["P004-s0"]])[0], atol=1e-6)
+    unseeded = feedback_ranking(kb, fused, RetrievalConfig(), None, None)
+    assert unseeded.query == "mean of the top 5 documents"
+
+
+def test_text_rankings_keep_at_most_two_chunks_per_document(kb):
+    from kira.pipeline.query import encode_query, text_rankings
+
+    q = encode_query(kb, kb.models, "red scan of patient", None)
+    (ranking,) = text_rankings(kb, q, [], kb.config.retrieval, None)
+    docs = [_doc(kb, c) for c in ranking.ids.tolist()]
+    assert max(docs.count(d) for d in set(docs)) <= 2
+    assert len(set(docs)) == len(COLOURS) * 2  # every document still reachable
+
+
+def test_bridge_mapped_question_ranks_at_the_bridge_scale(kb):
+    from kira.pipeline.query import QueryVectors, visual_rankings
+
+    v = np.zeros(kb.index("visual").dim, np.float32)
+    v[0] = 1.0
+    cfg = RetrievalConfig()
+    bridged = visual_rankings(kb, QueryVectors("q", image_vector=v, text_in_image=v, text_in_image_from_bridge=True),
+                              cfg, None)
+    assert [r.weight for r in bridged] == pytest.approx([cfg.visual_weight, cfg.visual_weight * cfg.bridge_weight_scale])
+    tower = visual_rankings(kb, QueryVectors("q", text_in_image=v), cfg, None)
+    assert [r.weight for r in tower] == pytest.approx([cfg.visual_weight])

@@ -43,10 +43,12 @@ class RetrievalConfig:
     hop_weight_scale: float = 0.5  # hops after the first rank at visual_weight * 0.5
     rerank_candidates_per_result: int = 4  # the cross-encoder re-scores the top 4 * top_k fused
     critic_candidates_per_result: int = 2  # the critic sees 2 * top_k candidates
+    bridge_weight_scale: float = 0.5  # the question mapped by the fitted text->image bridge ranks at visual_weight * 0.5
     lexical_weight_scale: float = 1.0  # path B's BM25 ranking of the question ranks at text_weight * 1.0
     anchor_documents: int = 10  # with a query image, question rankings re-rank inside its 10 nearest documents
     anchor_by_specificity: bool = True  # ... at their weight x the question's max-idf specificity
     feedback_documents: int = 5  # pseudo-relevance feedback: the top 5 fused documents' mean re-queries path A
+    feedback_min_score: float = 0.5  # ... drawn from the BM25 matches scoring >= 0.5 x the best
     feedback_weight_scale: float = 2.0  # ... ranking at visual_weight * 2.0: a mean of relevant documents is the surest visual query
 
 

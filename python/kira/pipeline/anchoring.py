@@ -13,8 +13,9 @@
   they move to the front of the fused list, in fused order, ahead of everything else.
 * `feedback_ranking`: pseudo-relevance feedback across modalities (average query
   expansion, Chum et al. 2007): the mean visual vector of the top `feedback_documents`
-  fused documents (of those named by identifier, when the question names any)
-  re-queries the visual index, so documents whose captions say nothing
+  documents the query is surest about (those named by identifier when the question
+  names any; else the BM25 `lexical` ranking's matches scoring >= `feedback_min_score`
+  of its best; else the fused list's top) re-queries the visual index, so documents whose captions say nothing
   are found through their look-alikes among those whose captions matched.
 """
 
@@ -72,7 +73,8 @@ def lead_with_identifiers(kb: Any, fused: Fused, question: str, allow: np.ndarra
     return int(len(lead_ids))
 
 
-def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.ndarray | None) -> Ranking | None:
+def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.ndarray | None,
+                     lexical: Ranking | None = None) -> Ranking | None:
     """Path A re-queried with the mean of the top fused documents' visual vectors; None when nothing to average.
 
     The ranking's `vector` is the (unit) mean it searched with.
@@ -81,9 +83,12 @@ def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.n
     if config.feedback_documents < 1 or index is None or not len(fused.ids):
         return None
     head = fused.ids[: 20 * config.feedback_documents]
-    named = [c for c in head.tolist() if "identifier" in fused.paths.get(int(c), ())]
-    if named:  # the documents the question names are the surest relevant ones
-        head = np.array(named, dtype=np.int64)
+    named = np.array([int(c) in fused.paths and "identifier" in fused.paths[int(c)] for c in head.tolist()], bool)
+    if named.any():  # the documents the question names are the surest relevant ones
+        head = head[named]
+    elif lexical is not None and len(lexical.ids):
+        # BM25 scores separate matches from near misses (fused RRF scores are flat): keep the strong matches
+        head = lexical.ids[lexical.scores >= config.feedback_min_score * float(lexical.scores[0])]
     top: list[int] = []
     for d in kb.document_chunk_of(head).tolist():
         if d >= 0 and d not in top and index.contains(d):

@@ -244,7 +244,8 @@ class Kira:
                 fused = self._fuse(rankings, question, level, allow)
                 feedback = None
                 if level >= 2 and pixels is None:  # an image is already a visual query; feedback serves text
-                    feedback = feedback_ranking(kb, fused, cfg.retrieval, allow)
+                    lexical = next((r for r in rankings if r.path == "lexical"), None)
+                    feedback = feedback_ranking(kb, fused, cfg.retrieval, allow, lexical)
                     if feedback is not None:
                         rankings.append(feedback)
             if level >= 3:

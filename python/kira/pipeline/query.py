@@ -43,6 +43,7 @@ class QueryVectors:
     question: str
     image_vector: np.ndarray | None = None  # in the visual index's space
     text_in_image: np.ndarray | None = None  # question in the visual index's space
+    text_in_image_from_bridge: bool = False  # text_in_image came from the KB's fitted bridge (no CLIP text tower)
     text_vector: np.ndarray | None = None  # question (or image caption) in text space
     text_query: str = ""  # what text_vector encodes
     text_from_caption: bool = False  # text_vector describes the query image (no question)
@@ -74,6 +75,7 @@ def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None) -
             if bridge is not None:
                 raw = np.asarray(bridge.encode_vectors(out.text_vector[None, :]), dtype=np.float32)
                 out.text_in_image = _unit(kb.visual_query(raw)[0])
+                out.text_in_image_from_bridge = True
             else:
                 notes.append("no text->image encoder and fewer than 2 captioned images: path A uses the image only")
     elif image is not None and getattr(stack, "captioner", None) is not None:
@@ -101,17 +103,19 @@ def search(index: Any, queries: np.ndarray, k: int, allow: np.ndarray | None) ->
 
 def visual_rankings(kb: Any, q: QueryVectors, config: RetrievalConfig, allow: np.ndarray | None) -> list[Ranking]:
     """Path A: the image embedding and the question in image space against the visual index."""
-    queries, names = [], []
+    # A question mapped by the fitted ridge bridge is weaker evidence than an image or a CLIP text tower.
+    bridge = config.bridge_weight_scale if q.text_in_image_from_bridge else 1.0
+    queries, meta = [], []
     if q.image_vector is not None:
         queries.append(q.image_vector)
-        names.append("image")
+        meta.append(("image", config.visual_weight))
     if q.text_in_image is not None:
         queries.append(q.text_in_image)
-        names.append(q.question)
+        meta.append((q.question, config.visual_weight * bridge))
     if not queries:
         return []
     results = search(kb.index("visual"), np.stack(queries), config.candidates, allow)
-    return [Ranking("visual", ids, scores, config.visual_weight, name) for (ids, scores), name in zip(results, names)]
+    return [Ranking("visual", ids, scores, weight, name) for (ids, scores), (name, weight) in zip(results, meta)]
 
 
 def text_rankings(
@@ -129,8 +133,30 @@ def text_rankings(
         meta.append(("expansion", config.text_weight * config.expansion_weight_scale * max(sim, 0.0), text))
     if not queries:
         return []
-    results = search(kb.index("text"), np.stack(queries), config.candidates, allow)
-    return [Ranking(path, ids, scores, w, text) for (ids, scores), (path, w, text) in zip(results, meta)]
+    # Region and patch chunks repeat their document's caption, so one document can fill a
+    # whole result list; fetch more and keep at most two chunks per document.
+    results = search(kb.index("text"), np.stack(queries), config.candidates * TEXT_OVERFETCH, allow)
+    out = []
+    for (ids, scores), (path, w, text) in zip(results, meta):
+        keep = per_document(kb, ids, TEXT_CHUNKS_PER_DOCUMENT)[: config.candidates]
+        out.append(Ranking(path, ids[keep], scores[keep], w, text))
+    return out
+
+
+TEXT_OVERFETCH = 4  # text search fetches 4 x candidates before the per-document cut
+TEXT_CHUNKS_PER_DOCUMENT = 2  # ... and keeps at most 2 chunks of any one document
+
+
+def per_document(kb: Any, ids: np.ndarray, limit: int) -> np.ndarray:
+    """Positions into `ids` (in order) keeping at most `limit` chunks of any one document."""
+    counts: dict[int, int] = {}
+    keep = []
+    for pos, doc in enumerate(kb.document_chunk_of(ids).tolist()):
+        n = counts.get(doc, 0)
+        if n < limit:
+            counts[doc] = n + 1
+            keep.append(pos)
+    return np.asarray(keep, dtype=np.int64)
 
 
 def lexical_rankings(kb: Any, q: QueryVectors, config: RetrievalConfig, allow: np.ndarray | None) -> list[Ranking]:
