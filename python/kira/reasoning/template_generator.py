@@ -11,18 +11,31 @@ generator answers with the *content the top evidence agrees on*:
    >= 20% of the content tokens are identifiers (p001, t003, 2020: letters-then-digits
    or plain integers, not values with units like 10k or 0.65) and attributions
    ("Reported by Dr. X") are set aside as bookkeeping.
-2. Each remaining sentence gets a support: the share of the score-weighted evidence that
-   states it too (a sentence of that item with stem Jaccard >= 0.65), one vote per
-   document at its best score, so many patches of one image don't outvote several
-   images (a document naming an identifier the question names, "tile T003", counts
-   4x); plus half the share of the question's content words it contains; plus 1 when
-   the question asks for a comparison ("changed", "differ", "compare") and the sentence
-   reports a change ("changed from", "increased", "new", ...).
-3. Near-duplicate sentences form one candidate; the best-supported is the first claim,
-   and others follow while their support is >= `min_support_ratio` of the best (at
+2. When the question names a subject by identifier ("patient P001", "tile T003") and
+   some items name it too, only those items are reasoned over: evidence about other
+   subjects says nothing about this one (the trace says what was set aside).
+3. Each remaining sentence gets a support: the share of the score-weighted evidence that
+   states it too (a sentence of that item with stem Jaccard >= 0.65, values such as 10k
+   or 0.65 compared as one placeholder, so "Rf = 22k" and "Rf = 47k" state the same
+   thing), one vote per document at its best score, so many patches of one image don't
+   outvote several images. Documents that state only bookkeeping abstain: they count
+   neither for nor against. Plus half the share of the question's content words it
+   contains; plus 1 when the question asks for a comparison ("changed", "differ",
+   "compare") and the sentence (or its head, "Change since ...") reports a change
+   ("changed from", "increased", "new", ...) that is new in some document, i.e. not
+   stated by every content-bearing document (what all of them state is what stayed the
+   same). For questions that ask for no comparison, statements of change are one
+   instance's history, not what the evidence shows, and are not chosen.
+4. A statement is worded as its sources agree: a content word that no more than half of
+   the (score-weighted) documents stating it use is left out ("the left lower zone" and
+   "the right lower zone" -> "the lower zone"), and a clause whose value the sources
+   disagree on is left out whole ("Rin = 2.2k" / "Rin = 10k"): the class-level statement,
+   not one instance's detail. Every word kept is a word of the evidence.
+5. Near-duplicate sentences form one candidate; the best-supported is the first claim,
+   and others follow while their score is >= `min_support_ratio` of the best (at
    most `max_claims`) if some document that states the first also states them (they
-   complement it: findings and impression of one report, not a rival reading). Every
-   claim cites the items that state it (best first).
+   complement it: findings and impression of one report, a circuit's type and its
+   function, not a rival reading). Every claim cites the items that state it (best first).
 
 Before the answer it writes the reasoning trace: the evidence considered, what was set
 aside as metadata, each candidate's support and sources, what agrees and which
@@ -35,7 +48,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kira.reasoning.citations import format_citation
@@ -56,8 +69,8 @@ QUESTION_WORDS = frozenset(
 CHANGE_QUESTION_STEMS = frozenset({"chang", "differ", "compar", "between", "evolv", "progress"})
 """Stems that make a question a comparison ("how has it changed?", "how does B differ from A?")."""
 CHANGE_STATEMENT_STEMS = frozenset(
-    {"chang", "increas", "decreas", "lower", "rais", "grew", "grown", "new", "built", "remov", "replac",
-     "wors", "improv", "resolv", "progress", "unchang", "stabl", "open", "harvest", "shrank", "expand"}
+    {"chang", "increas", "decreas", "rais", "grew", "grown", "new", "built", "remov", "replac",
+     "wors", "improv", "resolv", "progress", "unchang", "stabl", "harvest", "shrank", "expand"}
 )
 """Stems of statements that report a change; preferred answers to comparison questions."""
 
@@ -70,6 +83,7 @@ _HEAD = re.compile(r"^(?:findings?|impressions?|diagnosis|conclusion|summary|des
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
 METADATA_ID_SHARE = 0.2  # sentences with at least this share of identifier tokens are bookkeeping
 SAME_SENTENCE_JACCARD = 0.65  # stem-set Jaccard at or above which two sentences state the same thing
+CONSENSUS_SHARE = 0.5  # a word of a statement is kept when more than this share of its sources state it
 
 
 def text_of(item: EvidenceItem) -> str:
@@ -145,7 +159,7 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 _SUBJECT_ID = re.compile(r"^(?:[a-z]{1,2}\d+|\d{4,})$")  # p001, t003, s004, c011, 2019: names of a subject
-SUBJECT_BOOST = 4.0  # weight multiplier for evidence naming an identifier the question names
+_NAMED_ID = re.compile(r"^[a-z]{1,2}\d+$")  # p001, t003: a name, more specific than a year
 
 
 def subject_ids(text: str) -> frozenset[str]:
@@ -153,38 +167,85 @@ def subject_ids(text: str) -> frozenset[str]:
     return frozenset(w for w in words(text) if _SUBJECT_ID.match(w))
 
 
-def _weights(items: tuple[EvidenceItem, ...], question: str = "") -> dict[int, float]:
-    """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank.
+def subject_items(question: str, items: tuple[EvidenceItem, ...]) -> tuple[EvidenceItem, ...]:
+    """The items about the subject the question names by identifier ("patient P001", "tile T003").
 
-    When the question names a subject by identifier ("tile T003", "patient P001") and
-    some items name it too, those items' weights are multiplied by `SUBJECT_BOOST`.
+    Named identifiers (letters then digits) define the subject when the question has any,
+    else 4+ digit numbers do. Returns () when the question names none or no item names it.
     """
-    if any(item.score > 0 for item in items):
-        weights = {item.number: max(item.score, 0.0) for item in items}
-    else:
-        weights = {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
     asked = subject_ids(question)
-    if asked:
-        naming = [i.number for i in items if asked & subject_ids(f"{text_of(i)} {i.summary} {i.doc_id}")]
-        if naming and len(naming) < len(items):
-            for n in naming:
-                weights[n] *= SUBJECT_BOOST
-    return weights
+    named = frozenset(a for a in asked if _NAMED_ID.match(a))
+    asked = named or asked
+    if not asked:
+        return ()
+    return tuple(i for i in items if asked & subject_ids(f"{text_of(i)} {i.summary} {i.doc_id}"))
+
+
+def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
+    """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank."""
+    if any(item.score > 0 for item in items):
+        return {item.number: max(item.score, 0.0) for item in items}
+    return {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
+
+
+def _has_value(token: str) -> bool:
+    return any(ch.isdigit() for ch in token)
+
+
+def _shape(stems: frozenset[str]) -> frozenset[str]:
+    """Stems with every value (a token holding a digit: 10k, 0.65) replaced by one placeholder."""
+    return frozenset("#" if _has_value(s) else s for s in stems)
 
 
 @dataclass
 class _Candidate:
     text: str  # as first written by the best-weighted item stating it
-    stems: frozenset[str]
+    stems: frozenset[str]  # its shape (values replaced by "#"), what near-duplicates are matched on
     sources: list[EvidenceItem]  # items that state it, best first
     context: frozenset[str] = frozenset()  # stems of the sentence and its head, for relevance
-    support: float = 0.0  # score-weighted share of documents stating it
+    support: float = 0.0  # score-weighted share of content-bearing documents stating it
     relevance: float = 0.0  # share of the question's content stems it (or its head) contains
-    reports_change: bool = False  # a comparison question and a statement of change
+    reports_change: bool = False  # a comparison question and a statement of change new in some document
+    history: bool = False  # a statement of change, and the question asks for no comparison
+    variants: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (doc id, stems) per wording
 
     @property
     def score(self) -> float:
         return self.support + 0.5 * self.relevance + (1.0 if self.reports_change else 0.0)
+
+
+_PIECE = re.compile(r"[A-Za-z0-9]+(?:\.[0-9]+)?")
+_CLAUSE = re.compile(r"(?<=[,;])\s+")
+
+
+def consensus_text(text: str, agreed: frozenset[str]) -> str:
+    """`text` with the content words whose stem is not in `agreed` left out.
+
+    A clause (comma-separated) that loses a value (10k, 0.65) is left out whole: a name
+    without its value states nothing. Every word kept is a word of `text`.
+    """
+    kept_clauses: list[str] = []
+    for clause in _CLAUSE.split(text):
+        out: list[str] = []
+        last = 0
+        dropped_value = False
+        for m in _PIECE.finditer(clause):
+            word = m.group(0).lower()
+            drop = word in content_tokens(word) and stem(word) not in agreed
+            if drop:
+                dropped_value = dropped_value or _has_value(word)
+                out.append(clause[last:m.start()])
+                last = m.end()
+                if last < len(clause) and clause[last] in "- ":
+                    last += 1  # the word's trailing space or hyphen goes with it
+        out.append(clause[last:])
+        if dropped_value:
+            continue
+        piece = re.sub(r"\s{2,}", " ", "".join(out)).strip()
+        if content_tokens(piece.rstrip(",;")):
+            kept_clauses.append(piece)
+    joined = " ".join(kept_clauses).strip().rstrip(",;").strip()
+    return re.sub(r"\s+([,;])", r"\1", joined)
 
 
 def _sentence(text: str, citation: str) -> str:
@@ -209,7 +270,7 @@ class TemplateGenerator:
 
     name = "template"
 
-    def __init__(self, *, max_claims: int = 2, min_support_ratio: float = 0.6, max_citations: int = 5) -> None:
+    def __init__(self, *, max_claims: int = 2, min_support_ratio: float = 0.3, max_citations: int = 5) -> None:
         if max_claims < 1 or max_citations < 1:
             raise ValueError(f"max_claims and max_citations must be >= 1; got {max_claims}, {max_citations}")
         if not 0.0 <= min_support_ratio <= 1.0:
@@ -219,7 +280,7 @@ class TemplateGenerator:
         self.max_citations = max_citations
 
     def _candidates(self, question: str, items: tuple[EvidenceItem, ...]) -> tuple[list[_Candidate], list[str]]:
-        weights = _weights(items, question)
+        weights = _weights(items)
         order = sorted(items, key=lambda i: (-weights[i.number], i.number))
         candidates: list[_Candidate] = []
         metadata: list[str] = []
@@ -232,17 +293,23 @@ class TemplateGenerator:
                 stems = _stems(sentence)
                 if not stems:
                     continue
-                per_item.setdefault(item.number, []).append(stems)
-                match = next((c for c in candidates if _jaccard(c.stems, stems) >= SAME_SENTENCE_JACCARD), None)
+                shape = _shape(stems)
+                per_item.setdefault(item.number, []).append(shape)
+                match = next((c for c in candidates if _jaccard(c.stems, shape) >= SAME_SENTENCE_JACCARD), None)
                 if match is None:
-                    candidates.append(_Candidate(sentence, stems, [item], context=stems | _stems(context)))
+                    match = _Candidate(sentence, shape, [item], context=stems | _stems(context))
+                    candidates.append(match)
                 elif item not in match.sources:
                     match.sources.append(item)
-        total = 0.0
-        best_per_doc: dict[str, float] = {}
+                match.variants.append((item.doc_id, stems))
+                if context and not match.context & _stems(context):
+                    match.context = match.context | _stems(context)
+        # documents that state no content (only bookkeeping) abstain: they vote for nothing and against nothing
+        content_docs: dict[str, float] = {}
         for item in items:
-            best_per_doc[item.doc_id] = max(best_per_doc.get(item.doc_id, 0.0), weights[item.number])
-        total = sum(best_per_doc.values()) or 1.0
+            if per_item.get(item.number):
+                content_docs[item.doc_id] = max(content_docs.get(item.doc_id, 0.0), weights[item.number])
+        total = sum(content_docs.values()) or 1.0
         q_stems = frozenset(stem(t) for t in content_tokens(question) if t not in QUESTION_WORDS)
         comparison = bool(q_stems & CHANGE_QUESTION_STEMS)
         for cand in candidates:
@@ -255,9 +322,39 @@ class TemplateGenerator:
             cand.sources.sort(key=lambda i: (-weights[i.number], i.number))
             cand.support = sum(docs.values()) / total
             cand.relevance = len(q_stems & cand.context) / len(q_stems) if q_stems else 0.0
-            cand.reports_change = comparison and bool(cand.stems & CHANGE_STATEMENT_STEMS)
-        candidates.sort(key=lambda c: (-c.score, min(i.number for i in c.sources)))
+            # a change is new in some document: what every document states is the unchanged part
+            new_somewhere = len(content_docs) == 1 or len(docs) < len(content_docs)
+            states_change = bool(cand.context & CHANGE_STATEMENT_STEMS)
+            cand.reports_change = comparison and new_somewhere and states_change
+            cand.history = states_change and not comparison
+            cand.text = self._agreed_wording(cand, weights_by_doc=docs)
+        # one instance's history ("C1 changed from 10u to 470u") does not say what the evidence shows
+        candidates.sort(key=lambda c: (c.history, -c.score, min(i.number for i in c.sources)))
         return candidates, metadata
+
+    @staticmethod
+    def _agreed_wording(cand: _Candidate, *, weights_by_doc: dict[str, float]) -> str:
+        """The candidate's sentence keeping only the content words most of its (weighted) sources state.
+
+        Sources that word one statement differently ("the left lower zone", "the right
+        lower zone"; "Rf = 22k", "Rf = 47k") agree on the class-level part; the rest is
+        one instance's detail and is left out (see `consensus_text`).
+        """
+        by_doc: dict[str, frozenset[str]] = {}
+        for doc, stems in cand.variants:
+            by_doc[doc] = by_doc.get(doc, frozenset()) | stems
+        if len(by_doc) < 2:
+            return cand.text
+        weight = {d: weights_by_doc.get(d, 0.0) for d in by_doc}
+        if not any(weight.values()):
+            weight = dict.fromkeys(by_doc, 1.0)
+        total = sum(weight.values())
+        agreed = frozenset(
+            s for s in frozenset().union(*by_doc.values())
+            if sum(w for d, w in weight.items() if s in by_doc[d]) > CONSENSUS_SHARE * total
+        )
+        text = consensus_text(cand.text, agreed)
+        return text or cand.text
 
     def generate(self, question: str, pack: EvidencePack) -> Answer:
         """Answer `question` from `pack` (see the module docstring). Cites only `pack`'s numbers."""
@@ -281,12 +378,19 @@ class TemplateGenerator:
             )
             + "."
         )
-        candidates, metadata = self._candidates(question, pack.items)
+        subject = subject_items(question, pack.items)
+        pool = subject if subject else pack.items
+        if subject and len(subject) < len(pack.items):
+            trace.append(
+                f"The question names {', '.join(sorted(subject_ids(question))).upper()}: answering from "
+                f"{format_citation(_numbers(subject))}, the evidence that names it; the rest is about other subjects."
+            )
+        candidates, metadata = self._candidates(question, pool)
         if metadata:
             trace.append("Set aside as bookkeeping (identifiers, dates, sizes): " + "; ".join(metadata[:6]) + ".")
         if not candidates:
             # Only metadata: fall back to the best item's text as written.
-            best = max(pack.items, key=lambda i: (i.score, -i.number))
+            best = max(pool, key=lambda i: (i.score, -i.number))
             candidates = [_Candidate(text_of(best).rstrip("."), _stems(text_of(best)), [best], 1.0)]
         trace.append(
             "What the evidence states, by score-weighted support: "
@@ -303,7 +407,7 @@ class TemplateGenerator:
         chosen = [top]
         top_docs = {i.doc_id for i in top.sources}
         for cand in candidates[1:]:
-            if len(chosen) >= self.max_claims or cand.score < self.min_support_ratio * top.score:
+            if len(chosen) >= self.max_claims or cand.history or cand.score < self.min_support_ratio * top.score:
                 break
             if top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
                 chosen.append(cand)
