@@ -1,6 +1,6 @@
 """The domain-adaptation part of a DomainVQA-R run: projection head and ProtoNet against
-frozen features on held-out documents, the feedback loop, and the full system with the
-adapter installed in the knowledge base.
+frozen features on held-out documents, the feedback loop, and the head the full system
+then runs with (installed in the knowledge base by the runner).
 
 Held-out protocol: the domain's groups (patients, designs, tiles, slides) are split
 2:1 with the run's seed; the adapter trains on the first part's raw image features and
@@ -12,7 +12,7 @@ keeps a patient's other views and follow-ups out of the gallery of their own que
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -32,16 +32,16 @@ def group_split(ds: DomainDataset, seed: int, held_out: float = 1 / 3) -> np.nda
     return np.array([g in chosen for g in groups])
 
 
-def evaluate_adaptation(ds: DomainDataset, kb: Any, engine: Any, records: Sequence[Any],
-                        answered: Sequence[tuple[Question, Any]], *, models: Any, config: KiraConfig, seed: int,
-                        epochs: int | None, variant: str, subject: dict[str, tuple[str, ...]],
-                        score: Callable[..., dict[str, float]], curves_dir: Any = None) -> dict[str, Any]:
-    """Train and score the adapters for one domain; returns a JSON-ready dict.
+def evaluate_adaptation(ds: DomainDataset, records: Sequence[Any], answered: Sequence[tuple[Question, Any]], *,
+                        models: Any, config: KiraConfig, seed: int, epochs: int | None,
+                        variant: str) -> tuple[dict[str, Any], Any]:
+    """Train and score the adapters for one domain.
 
-    Keys: frozen_recall@1, adapted_recall@1 (held-out), history (curves), protonet_accuracy,
-    frozen_prototype_accuracy (nearest class mean of the same 5 shots on frozen features),
-    feedback (FeedbackReport.as_dict), with_adapter (mean metrics of `variant` with the head
-    trained on every knowledge-base document installed by `kb.set_adapter`).
+    Returns (report, head). The report is JSON-ready: frozen_recall@1, adapted_recall@1
+    (held-out), history (curves), protonet_accuracy, frozen_prototype_accuracy (nearest
+    class mean of the same 5 shots on frozen features), feedback (FeedbackReport.as_dict
+    on `variant`'s failing answers). The head is a projection trained on every document,
+    for the caller to install with `kb.set_adapter` and run the full system with.
     """
     from kira.adapt.feedback import FeedbackCase, feedback_round
     from kira.adapt.projection import recall_at_1, train_projection
@@ -101,18 +101,6 @@ def evaluate_adaptation(ds: DomainDataset, kb: Any, engine: Any, records: Sequen
                             config=cfg, val_features=features[test], val_labels=labels[test],
                             epochs=max(1, (epochs if epochs is not None else cfg.epochs) // 5), seed=seed)
     out["feedback"] = report.as_dict()
-    # the full system with an adapter trained on the whole knowledge base
-    try:
-        kb_head = train_projection(features, labels, config=cfg, epochs=epochs, seed=seed).head
-        kb.set_adapter(kb_head)
-        scores = []
-        for q, _ in answered:
-            res = engine.ask(q.text, image=q.query_image, top_k=10, variant=variant)
-            scores.append(score(q, ds, res, subject))
-        out["with_adapter"] = {m: float(np.nanmean([s[m] for s in scores])) if scores else float("nan")
-                               for m in (scores[0] if scores else {})}
-        kb.set_adapter(None)
-    except Exception as exc:  # the pipeline's adapter support is optional for this report
-        log.warning("%s: running with the adapter failed: %s", ds.name, exc)
-        out["with_adapter_error"] = f"{type(exc).__name__}: {exc}"
-    return out
+    # the head the full system runs with (`run_domain` installs it): trained on every knowledge-base document
+    kb_head = train_projection(features, labels, config=cfg, epochs=epochs, seed=seed).head
+    return out, kb_head

@@ -30,8 +30,13 @@ def _ci(ci: Any) -> str:
 
 
 def render_tables(results: dict[str, Any], variants: Sequence[str]) -> str:
-    """Tables 1 to 6 (plus planted claims and adaptation) as one markdown document."""
-    from kira.eval.runner import PAPER, VARIANT_TITLES
+    """Tables 1 to 6 (plus planted claims and adaptation) as one markdown document.
+
+    `variants` are the ablation's variants in order, optionally followed by ADAPTED (the
+    last one with the domain adapter); Table 2 is given for the last ablation variant and,
+    when present, for ADAPTED.
+    """
+    from kira.eval.runner import ADAPTED, PAPER, VARIANT_TITLES
 
     lines: list[str] = ["# DomainVQA-R results", ""]
     n_q = {d: s["questions"] for d, s in results.get("dataset", {}).get("domains", {}).items()}
@@ -53,24 +58,30 @@ def render_tables(results: dict[str, Any], variants: Sequence[str]) -> str:
             lines.append(f"| *paper: {VARIANT_TITLES.get(v, v)}* | "
                          + " | ".join(_fmt(paper.get(m)) if m in paper else "" for m in TABLE_METRICS) + " |")
     lines.append("")
-    last = variants[-1]
-    lines += [f"## Table 2: {VARIANT_TITLES.get(last, last)} per domain", "", header.replace("Variant", "Domain"), rule]
-    for domain, per_variant in results["domains"].items():
-        row = per_variant.get(last, {})
-        ci = results.get("intervals", {}).get("domains", {}).get(domain, {}).get(last, {})
-        lines.append(f"| {domain} | " + " | ".join(_fmt(row.get(m)) + _ci(ci.get(m)) for m in TABLE_METRICS) + " |")
-    lines.append("")
+    ablation = [v for v in variants if v != ADAPTED]
+    last = ablation[-1] if ablation else variants[-1]
+    per_domain = [last] + ([ADAPTED] if ADAPTED in variants and last != ADAPTED else [])
+    for letter, shown in zip(("", "b"), per_domain):
+        lines += [f"## Table 2{letter}: {VARIANT_TITLES.get(shown, shown)} per domain", "",
+                  header.replace("Variant", "Domain"), rule]
+        for domain, per_variant in results["domains"].items():
+            row = per_variant.get(shown, {})
+            ci = results.get("intervals", {}).get("domains", {}).get(domain, {}).get(shown, {})
+            lines.append(f"| {domain} | " + " | ".join(_fmt(row.get(m)) + _ci(ci.get(m)) for m in TABLE_METRICS)
+                         + " |")
+        lines.append("")
     for number, (domain, per_variant) in enumerate(results["domains"].items(), start=3):
         lines += [f"## Table {number}: ablation on {domain}", "", header, rule]
         for v in variants:
             row = per_variant.get(v, {})
             lines.append(f"| {VARIANT_TITLES.get(v, v)} | " + " | ".join(_fmt(row.get(m)) for m in TABLE_METRICS)
                          + " |")
-        kinds = results.get("per_kind", {}).get(domain, {}).get(last, {})
-        if kinds:
-            lines += ["", f"{VARIANT_TITLES.get(last, last)} by question kind: " + "; ".join(
-                f"{k}: RP@5 {_fmt(m.get('precision@5'))}, R@5 {_fmt(m.get('recall@5'))}, "
-                f"DC {_fmt(m.get('domain_correctness'))}" for k, m in kinds.items())]
+        for shown in per_domain:
+            kinds = results.get("per_kind", {}).get(domain, {}).get(shown, {})
+            if kinds:
+                lines += ["", f"{VARIANT_TITLES.get(shown, shown)} by question kind: " + "; ".join(
+                    f"{k}: RP@5 {_fmt(m.get('precision@5'))}, R@5 {_fmt(m.get('recall@5'))}, "
+                    f"DC {_fmt(m.get('domain_correctness'))}" for k, m in kinds.items())]
         lines.append("")
     planted = results.get("planted") or {}
     if planted:
@@ -91,12 +102,12 @@ def render_tables(results: dict[str, Any], variants: Sequence[str]) -> str:
                   "|---|---|---|---|---|---|---|---|"]
         for domain, a in adaptation.items():
             fb = a.get("feedback", {})
+            adapted = results["domains"].get(domain, {}).get(ADAPTED, {})
             lines.append(
                 f"| {domain} | {_fmt(a.get('frozen_recall@1'))} | {_fmt(a.get('adapted_recall@1'))} | "
                 f"{_fmt(a.get('protonet_accuracy'))} | {_fmt(a.get('frozen_prototype_accuracy'))} | "
                 f"{fb.get('failures', '–')} / {fb.get('triplets', '–')} / {fb.get('improved', '–')} | "
-                f"{_fmt(a.get('with_adapter', {}).get('precision@5'))} | "
-                f"{_fmt(a.get('with_adapter', {}).get('domain_correctness'))} |")
+                f"{_fmt(adapted.get('precision@5'))} | {_fmt(adapted.get('domain_correctness'))} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 
