@@ -36,6 +36,8 @@ def test_results_json_schema(small_run):
     assert len(data["questions"]["satellite"]) == 2 * 12
     planted = data["planted"]
     assert planted["planted"] > 0 and 0.0 <= planted["planted_flag_rate"] <= 1.0
+    bounds = data["ceiling"]["satellite"]["all"]
+    assert 0.0 < bounds["clause_oracle"] <= bounds["token_bound"] <= 1.0
     # averaged over one domain, the table value is that domain's value
     assert data["domains"]["satellite"]["full"]["recall@5"] == pytest.approx(full["recall@5"])
 
@@ -45,6 +47,7 @@ def test_tables_and_figures(small_run):
     tables = (out / "tables.md").read_text()
     assert "Table 1" in tables and "Table 2" in tables and "Table 3: ablation on satellite" in tables
     assert "*paper: Full Kira*" in tables
+    assert "## Domain correctness against its ceiling" in tables and "| satellite | multihop |" in tables
     for name in ("cross_domain_heatmap", "recall_at_k", "component_contributions", "grounding_distribution",
                  "hop_confidence"):
         png = out / "figures" / f"{name}.png"

@@ -338,6 +338,9 @@ def run_domainvqa(
     results["seed"] = seed
     results["dataset"] = {"small": small, "build_seconds": build_seconds,
                           "domains": {n: ds.summary() for n, ds in datasets.items()}}
+    from kira.eval.ceiling import answer_ceiling
+
+    results["ceiling"] = {n: answer_ceiling(ds) for n, ds in datasets.items()}
     results["adaptation"] = {r.name: r.adaptation for r in runs if r.adaptation}
     results["planted"] = _planted_totals([r.planted for r in runs if r.planted], [r.name for r in runs if r.planted])
     results["timing"] = {r.name: r.seconds for r in runs}

@@ -83,6 +83,7 @@ def render_tables(results: dict[str, Any], variants: Sequence[str]) -> str:
                     f"{k}: RP@5 {_fmt(m.get('precision@5'))}, R@5 {_fmt(m.get('recall@5'))}, "
                     f"DC {_fmt(m.get('domain_correctness'))}" for k, m in kinds.items())]
         lines.append("")
+    lines += _ceiling_table(results, per_domain)
     planted = results.get("planted") or {}
     if planted:
         lines += ["## Verifier: planted unsupported claims", "",
@@ -110,6 +111,36 @@ def render_tables(results: dict[str, Any], variants: Sequence[str]) -> str:
                 f"{_fmt(adapted.get('precision@5'))} | {_fmt(adapted.get('domain_correctness'))} |")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def _ceiling_table(results: dict[str, Any], shown: Sequence[str]) -> list[str]:
+    """DC against what an answer from the relevant documents' own text can reach (kira.eval.ceiling)."""
+    from kira.eval.runner import VARIANT_TITLES
+
+    ceiling = results.get("ceiling") or {}
+    if not ceiling:
+        return []
+    lines = ["## Domain correctness against its ceiling", "",
+             "DC of an answer built only from the relevant documents' captions and tags: the clause oracle "
+             "picks up to four whole clauses knowing the reference; the token bound keeps every reference word the "
+             "text contains (kira.eval.ceiling).", "",
+             "| Domain | kind | " + " | ".join(f"{VARIANT_TITLES.get(v, v)} DC" for v in shown)
+             + " | clause oracle | token bound |", "|---" * (len(shown) + 4) + "|"]
+    for domain, kinds in ceiling.items():
+        for kind, bounds in kinds.items():
+            if kind == "all":
+                ours = [results["domains"].get(domain, {}).get(v, {}).get("domain_correctness") for v in shown]
+            else:
+                ours = [results.get("per_kind", {}).get(domain, {}).get(v, {}).get(kind, {}).get("domain_correctness")
+                        for v in shown]
+            lines.append(f"| {domain} | {kind} | " + " | ".join(_fmt(x) for x in ours)
+                         + f" | {_fmt(bounds['clause_oracle'])} | {_fmt(bounds['token_bound'])} |")
+    mean = [results["variants"].get(v, {}).get("domain_correctness") for v in shown]
+    oracle = [k["all"]["clause_oracle"] for k in ceiling.values()]
+    bound = [k["all"]["token_bound"] for k in ceiling.values()]
+    lines.append("| mean | all | " + " | ".join(_fmt(x) for x in mean)
+                 + f" | {_fmt(sum(oracle) / len(oracle))} | {_fmt(sum(bound) / len(bound))} |")
+    return lines + [""]
 
 
 def write_tables(path: str | os.PathLike[str], results: dict[str, Any], variants: Sequence[str]) -> Path:
