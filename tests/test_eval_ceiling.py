@@ -50,14 +50,14 @@ def test_answer_ceiling_uses_the_right_documents():
     questions = (
         Question("q1", "toy", "retrieval", "find cardiomegaly", "Enlarged cardiac silhouette", ("p1-t0", "p1-t1", "p2-t1"),
                  "cardiomegaly"),
-        # multi-hop: only the compared documents count, so p2's "increased" is not available
-        Question("q2", "toy", "multihop", "how did p1 change?", "Cardiac silhouette increased", ("p1-t0", "p1-t1"),
-                 "cardiomegaly"),
+        # multi-hop: the class's documents count too (p2 says "increased"); the normal one does not
+        Question("q2", "toy", "multihop", "how did p1 change?", "Cardiac silhouette increased, lungs clear",
+                 ("p1-t0", "p1-t1"), "cardiomegaly"),
     )
     ds = DomainDataset("toy", docs, questions, ("heart",), ("cardiomegaly", "normal"))
     got = answer_ceiling(ds)
     assert got["retrieval"] == {"token_bound": pytest.approx(1.0), "clause_oracle": pytest.approx(1.0)}
-    r = 2 / 3
+    r = 3 / 5  # "lungs" and "clear" are only in the normal document
     assert got["multihop"]["token_bound"] == pytest.approx(2 * r / (1 + r))
     assert got["all"]["token_bound"] == pytest.approx((1.0 + 2 * r / (1 + r)) / 2)
     assert set(got) == {"retrieval", "multihop", "all"}

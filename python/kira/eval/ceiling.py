@@ -3,9 +3,8 @@
 DomainVQA-R scores answers by token F1 against an expert-worded reference, but a
 faithful answer may only say what its evidence says. Two figures per question bound
 what any such answer can score, from the text (captions and tags) of the documents
-about its subject: for retrieval and visual questions its class's documents plus the
-ones it needs (R_p); for multi-hop questions only the documents it compares, since
-another patient's follow-up report says nothing about this one's:
+relevant to it (R_p, as precision counts them: its class's documents plus the ones it
+needs; a multi-hop answer may draw on the other fields of the same slide):
 
 - token bound: the F1 of the best bag of evidence tokens, precision 1 and recall = the
   share of the reference's content tokens that occur in that text, 2r / (1 + r). No
@@ -79,7 +78,7 @@ def clause_oracle(reference: str, clauses: Iterable[str], max_clauses: int = MAX
 
 
 def _relevant(q: Question, by_label: dict[str, list[Document]], by_id: dict[str, Document]) -> list[Document]:
-    docs = {} if q.kind == "multihop" else {d.doc_id: d for d in by_label.get(q.label, [])}
+    docs = {d.doc_id: d for d in by_label.get(q.label, [])}
     docs.update((i, by_id[i]) for i in q.relevant_doc_ids if i in by_id)
     return list(docs.values())
 
