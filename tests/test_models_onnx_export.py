@@ -437,7 +437,7 @@ def test_load_builds_a_stack_from_exports(clip_export, dino_export, blip2_export
     import shutil
 
     stack_mod = pytest.importorskip("kira.models.stack")
-    from kira.models.load import load
+    from kira.models.loading import load
 
     root = tmp_path / "models"
     for name, manifest in (("clip", clip_export), ("dino", dino_export), ("blip2", blip2_export)):
@@ -490,7 +490,7 @@ def test_onnx_stack_runs_through_the_pipeline(clip_export, dino_export, blip2_ex
     import shutil
 
     from kira.knowledge_base import KnowledgeBase
-    from kira.models.load import load
+    from kira.models.loading import load
     from kira.pipeline import Kira
 
     root = tmp_path / "models"

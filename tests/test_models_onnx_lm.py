@@ -141,7 +141,7 @@ def test_load_with_a_gguf_lm(tiny_gguf, tmp_path):
 
     from kira.models.exporters import export
     from kira.models.lm import SmolLM, SmolLMCritic
-    from kira.models.load import load
+    from kira.models.loading import load
 
     ckpt = tmp_path / "vit"
     ViTModel(ViTConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,

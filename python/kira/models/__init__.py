@@ -8,8 +8,6 @@ Heavy or optional modules are imported inside the functions that need them.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 from kira.models.protocols import (
@@ -39,11 +37,11 @@ __all__ = [
 
 
 def load(path: Any, **kwargs: Any) -> ModelStack:
-    """A ModelStack from exported ONNX files (a manifest or its directory); see kira.models.load.
+    """A ModelStack from exported ONNX files (a manifest or its directory); see kira.models.loading.
 
     Raises ImportError if this kira has no ONNX loader, FileNotFoundError naming a missing file.
     """
-    module = _import_submodule("kira.models.load")
+    module = _import_submodule("kira.models.loading")
     return module.load(path, **kwargs)
 
 
@@ -63,21 +61,3 @@ def _import_submodule(name: str) -> Any:
         if exc.name != name:
             raise  # the module exists but one of its own imports is missing
         raise ImportError(f"{name} is not part of this kira installation") from exc
-
-
-class _ModelsPackage(types.ModuleType):
-    """Keeps `kira.models.load` the public function.
-
-    Importing the submodule kira.models.load makes the import system run
-    `setattr(kira.models, "load", <module>)`, which would shadow the function; the
-    submodule stays reachable through sys.modules and `from kira.models.load import ...`.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _PUBLIC_FUNCTIONS and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-_PUBLIC_FUNCTIONS = frozenset({"load", "export"})
-sys.modules[__name__].__class__ = _ModelsPackage

@@ -49,7 +49,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from kira.models.load import find_manifests
+    from kira.models.loading import find_manifests
     from kira.models.manifest import load_manifest
 
     try:
