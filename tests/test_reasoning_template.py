@@ -134,3 +134,37 @@ def test_evidence_naming_the_subject_the_question_names_outweighs_better_scored_
     answer = TemplateGenerator().generate(pack.question, pack)
     assert answer.claims[0].text == "A clear-cut patch opened in the canopy [Evidence 3]."
     assert "Change since" not in answer.text and "residential" not in answer.text
+
+
+def test_part_designators_are_content_not_bookkeeping() -> None:
+    # R1, C1 name parts of the circuit; C032 names the design and 1 a sheet number
+    got = sentences_of("Schematic C032 rev A: RC phase-shift oscillator, timing R1 = 10k, C1 = 10n. "
+                       "Schematic C032 rev B, drawn by K. Adeyemi, sheet 1 of 1.")
+    assert got == [
+        ("Schematic C032 rev A", True, ""),
+        ("RC phase-shift oscillator, timing R1 = 10k, C1 = 10n", False, "Schematic C032 rev A"),
+        ("Schematic C032 rev B, drawn by K. Adeyemi, sheet 1 of 1", True, ""),
+    ]
+
+
+def test_a_comparison_whose_later_record_is_bookkeeping_describes_the_subject() -> None:
+    # revision B's record says nothing about the design: answer with what revision A states, not B's title block
+    pack = EvidencePack.from_items("How does revision B of design C032 differ from revision A?", [
+        _item(0, "C032-revB", 1.0, "Schematic C032 rev B, drawn by K. Adeyemi, sheet 1 of 1."),
+        _item(0, "C032-revA", 0.8, "Schematic C032 rev A: RC phase-shift oscillator, timing R1 = 10k, C1 = 10n."),
+    ])
+    answer = TemplateGenerator().generate(pack.question, pack)
+    assert answer.text == "RC phase-shift oscillator, timing R1 = 10k, C1 = 10n [Evidence 2]."
+
+
+def test_a_weakly_supported_statement_that_complements_the_top_one_is_kept() -> None:
+    # the function is stated by one of three documents that agree on the type: above min_support_ratio 0.1 of the best
+    pack = EvidencePack.from_items("Find schematics of filter circuits.", [
+        _item(0, "a", 1.0, "RC low-pass filter."),
+        _item(0, "b", 0.9, "RC low-pass filter."),
+        _item(0, "c", 0.5, "RC low-pass filter; it attenuates frequencies above the cutoff."),
+    ])
+    answer = TemplateGenerator().generate(pack.question, pack)
+    assert [c.citations for c in answer.claims] == [(1, 2, 3), (3,)]
+    assert answer.claims[1].text.startswith("It attenuates frequencies above the cutoff")
+    assert len(TemplateGenerator(min_support_ratio=0.5).generate(pack.question, pack).claims) == 1

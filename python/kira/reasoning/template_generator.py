@@ -8,8 +8,9 @@ generator answers with the *content the top evidence agrees on*:
    split into sentences; "Findings:" / "Impression:" style heads are cut off, and a
    head before a colon becomes its own sentence ("Urban land cover: ...") or, when it
    holds an identifier ("Schematic C001 rev A: ..."), bookkeeping. Sentences where
-   >= 20% of the content tokens are identifiers (p001, t003, 2020: letters-then-digits
-   or plain integers, not values with units like 10k or 0.65) and attributions
+   >= 20% of the content tokens are identifiers (p001, t003, 2020: one or two letters
+   then three or more digits, or plain integers; not values with units like 10k or 0.65,
+   nor part designators like R1 or C12, which are content) and attributions
    ("Reported by Dr. X") are set aside as bookkeeping.
 2. When the question names a subject by identifier ("patient P001", "tile T003") and
    some items name it too, only those items are reasoned over: evidence about other
@@ -101,7 +102,8 @@ def text_of(item: EvidenceItem) -> str:
     return item.doc_id
 
 
-_IDENTIFIER = re.compile(r"^[a-z]{0,2}\d+$")  # p001, t003, 2020, 13 -- not values with units (10k, 0.65, 40x)
+# p001, t003, 2020, 13 -- not values with units (10k, 0.65, 40x) nor part designators (r1, c12)
+_IDENTIFIER = re.compile(r"^(?:[a-z]{1,2}\d{3,}|\d+)$")
 
 
 def _is_metadata(tokens: list[str]) -> bool:
@@ -270,7 +272,7 @@ class TemplateGenerator:
 
     name = "template"
 
-    def __init__(self, *, max_claims: int = 2, min_support_ratio: float = 0.3, max_citations: int = 5) -> None:
+    def __init__(self, *, max_claims: int = 2, min_support_ratio: float = 0.1, max_citations: int = 5) -> None:
         if max_claims < 1 or max_citations < 1:
             raise ValueError(f"max_claims and max_citations must be >= 1; got {max_claims}, {max_citations}")
         if not 0.0 <= min_support_ratio <= 1.0:
