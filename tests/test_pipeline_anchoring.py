@@ -146,6 +146,9 @@ def test_text_rankings_keep_at_most_two_chunks_per_document(kb):
     docs = [_doc(kb, c) for c in ranking.ids.tolist()]
     assert max(docs.count(d) for d in set(docs)) <= 2
     assert len(set(docs)) == len(COLOURS) * 2  # every document still reachable
+    (one,) = text_rankings(kb, q, [], RetrievalConfig(text_chunks_per_document=1), None)
+    one_docs = [_doc(kb, c) for c in one.ids.tolist()]
+    assert len(one_docs) == len(set(one_docs)) == len(COLOURS) * 2
 
 
 def test_bridge_mapped_question_ranks_at_the_bridge_scale(kb):

@@ -134,17 +134,13 @@ def text_rankings(
     if not queries:
         return []
     # Region and patch chunks repeat their document's caption, so one document can fill a
-    # whole result list; fetch more and keep at most two chunks per document.
-    results = search(kb.index("text"), np.stack(queries), config.candidates * TEXT_OVERFETCH, allow)
+    # whole result list; fetch more and keep at most `text_chunks_per_document` per document.
+    results = search(kb.index("text"), np.stack(queries), config.candidates * config.text_overfetch, allow)
     out = []
     for (ids, scores), (path, w, text) in zip(results, meta):
-        keep = per_document(kb, ids, TEXT_CHUNKS_PER_DOCUMENT)[: config.candidates]
+        keep = per_document(kb, ids, config.text_chunks_per_document)[: config.candidates]
         out.append(Ranking(path, ids[keep], scores[keep], w, text))
     return out
-
-
-TEXT_OVERFETCH = 4  # text search fetches 4 x candidates before the per-document cut
-TEXT_CHUNKS_PER_DOCUMENT = 2  # ... and keeps at most 2 chunks of any one document
 
 
 def per_document(kb: Any, ids: np.ndarray, limit: int) -> np.ndarray:
