@@ -73,7 +73,8 @@ def test_answers_with_the_content_the_evidence_agrees_on_not_its_bookkeeping() -
         _item(0, f"doc{i}", s, c) for i, (c, s) in enumerate(zip(captions, (0.9, 0.8, 0.7, 0.6)))
     ])
     answer = TemplateGenerator().generate(pack.question, pack)
-    assert answer.claims[0].text == "Patchy consolidation in the right lower zone [Evidence 1, 3]."
+    # the two sources split 0.9 / 0.7 on the side: no clear (> 70%) majority, so the side is left out
+    assert answer.claims[0].text == "Patchy consolidation in the lower zone [Evidence 1, 3]."
     assert "P001" not in answer.text and "Osei" not in answer.text
     assert all(set(c.citations) <= {1, 3} for c in answer.claims)
     trace = "\n".join(answer.reasoning)
@@ -168,3 +169,14 @@ def test_a_weakly_supported_statement_that_complements_the_top_one_is_kept() -> 
     assert [c.citations for c in answer.claims] == [(1, 2, 3), (3,)]
     assert answer.claims[1].text.startswith("It attenuates frequencies above the cutoff")
     assert len(TemplateGenerator(min_support_ratio=0.5).generate(pack.question, pack).claims) == 1
+
+
+def test_a_clear_majority_keeps_its_wording() -> None:
+    # three of four equally weighted sources say "left" (75% > 70%): kept; three of five (60%) is no clear majority
+    sides = ["left", "left", "left", "right"]
+    pack = EvidencePack.from_items("q", [_item(0, f"d{i}", 0.8, f"Patchy consolidation in the {s} lower zone with air bronchograms.")
+                                         for i, s in enumerate(sides)])
+    assert TemplateGenerator().generate("q", pack).plain_text == "Patchy consolidation in the left lower zone with air bronchograms."
+    split = EvidencePack.from_items("q", [_item(0, f"d{i}", 0.8, f"Patchy consolidation in the {s} lower zone with air bronchograms.")
+                                          for i, s in enumerate(["left", "left", "left", "right", "right"])])
+    assert TemplateGenerator().generate("q", split).plain_text == "Patchy consolidation in the lower zone with air bronchograms."

@@ -27,7 +27,7 @@ generator answers with the *content the top evidence agrees on*:
    stated by every content-bearing document (what all of them state is what stayed the
    same). For questions that ask for no comparison, statements of change are one
    instance's history, not what the evidence shows, and are not chosen.
-4. A statement is worded as its sources agree: a content word that no more than half of
+4. A statement is worded as its sources agree: a content word that no more than 70% of
    the (score-weighted) documents stating it use is left out ("the left lower zone" and
    "the right lower zone" -> "the lower zone"), and a clause whose value the sources
    disagree on is left out whole ("Rin = 2.2k" / "Rin = 10k"): the class-level statement,
@@ -84,7 +84,7 @@ _HEAD = re.compile(r"^(?:findings?|impressions?|diagnosis|conclusion|summary|des
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
 METADATA_ID_SHARE = 0.2  # sentences with at least this share of identifier tokens are bookkeeping
 SAME_SENTENCE_JACCARD = 0.65  # stem-set Jaccard at or above which two sentences state the same thing
-CONSENSUS_SHARE = 0.5  # a word of a statement is kept when more than this share of its sources state it
+CONSENSUS_SHARE = 0.7  # a word of a statement is kept when more than this share of its sources state it
 
 
 def text_of(item: EvidenceItem) -> str:
