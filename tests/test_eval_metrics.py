@@ -82,3 +82,13 @@ def test_bootstrap_edge_cases():
         bootstrap_ci([1.0], resamples=0)
     with pytest.raises(ValueError):
         bootstrap_ci([1.0], level=1.0)
+
+
+def test_counts_f1_is_token_f1_on_counts():
+    from collections import Counter
+
+    from kira.eval.metrics import counts_f1
+
+    assert counts_f1(Counter(), Counter()) == 1.0 and counts_f1(Counter("a"), Counter()) == 0.0
+    # multiplicity: two "a" predicted, one in the reference -> p = 1/2, r = 1
+    assert counts_f1(Counter("aa"), Counter("a")) == pytest.approx(2 / 3)

@@ -76,15 +76,18 @@ def answer_tokens(text: str) -> list[str]:
 
 def token_f1(prediction: str, reference: str) -> float:
     """SQuAD-style token F1 between `answer_tokens` of the two texts (1.0 when both are empty)."""
-    pred, ref = answer_tokens(prediction), answer_tokens(reference)
-    if not pred and not ref:
+    return counts_f1(Counter(answer_tokens(prediction)), Counter(answer_tokens(reference)))
+
+
+def counts_f1(pred: Counter, ref: Counter) -> float:
+    """Token F1 (with multiplicity) of two token counts; 1.0 when both are empty, 0.0 when one is."""
+    n_pred, n_ref = sum(pred.values()), sum(ref.values())
+    if not n_pred and not n_ref:
         return 1.0
-    if not pred or not ref:
-        return 0.0
-    common = sum((Counter(pred) & Counter(ref)).values())
+    common = sum((pred & ref).values())
     if common == 0:
         return 0.0
-    p, r = common / len(pred), common / len(ref)
+    p, r = common / n_pred, common / n_ref
     return 2 * p * r / (p + r)
 
 
