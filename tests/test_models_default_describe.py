@@ -54,6 +54,27 @@ def test_regions_through_the_core(proposer):
     assert x1 > 140 and x0 < 230 and y1 > 20 and y0 < 100
 
 
+def test_a_prepared_batch_gives_each_image_its_own_grid(proposer):
+    """propose_prepared (one FFT and filter pass for the batch) equals propose image by image; a uniform
+    image in the batch stays all zeros and does not disturb its neighbours' scaling."""
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    images = [_square(), _square(box=(10, 100, 80, 170), colour=(30, 200, 40)), np.full((64, 64, 3), 90, np.uint8),
+              rng.integers(0, 256, (50, 70, 3), dtype=np.uint8)]
+    s = proposer.config.work_size
+    small = np.stack([np.asarray(Image.fromarray(im).resize((s, s), Image.BILINEAR, reducing_gap=2.0)) for im in images])
+    batch = proposer.propose_prepared(small)
+    assert batch.shape == (4, proposer.config.grid, proposer.config.grid) and batch.dtype == np.float32
+    for grid, image in zip(batch, images):
+        np.testing.assert_allclose(grid, proposer.propose(image), atol=1e-6)
+    assert not batch[2].any() and batch[0].max() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="uint8"):
+        proposer.propose_prepared(small.astype(np.float32))
+    with pytest.raises(ValueError, match="uint8"):
+        proposer.propose_prepared(small[:, :32])
+
+
 def test_config_validation():
     with pytest.raises(ValueError):
         SaliencyProposer(SaliencyConfig(work_size=50, grid=32))

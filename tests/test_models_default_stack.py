@@ -35,7 +35,7 @@ def test_default_stack_fills_every_seam(stack):
     assert stack.regions.propose(img).shape == (32, 32)
     assert "image" in stack.captioner.caption(img)
     ident = stack.identity()
-    assert ident["image"] == f"kira-pixel-cbir-v1/{stack.image.dim}"
+    assert ident["image"] == f"kira-pixel-cbir-v2/{stack.image.dim}"
     assert ident["text"] == "sentence-transformers/all-MiniLM-L6-v2/384"
     assert set(ident) == {"image", "text", "regions", "captioner"}
 

@@ -19,6 +19,12 @@ the others):
   energy, not per cell, so a flat cell stays flat and global contrast cancels.
 - **layout**: an 8 x 8 zero-mean thumbnail of luminance (the MPEG-7 colour-layout
   idea), which keeps the coarse spatial arrangement the histograms throw away.
+- **salience**: an 8 x 8 zero-mean grid of the default saliency map (spectral residual
+  + centre-surround contrast, kira.models.default.saliency): where the image's
+  unexpected structure sits. Luminance layout is dominated by what every image of a
+  domain shares (the chest, the sheet); salience is dominated by what differs (an
+  opacity at one lung base, a fluid level). It keeps its left-right sense
+  (salience_mirror_weight 1.0), because which side a finding is on is the finding.
 
 Histograms get the Hellinger (square-root) map, each pyramid level is scaled to unit
 length, each block is L2-normalised and weighted, and the concatenation is
@@ -48,7 +54,7 @@ _CHUNK = 128  # images per vectorised pass
 class PixelEncoderConfig:
     """Everything that fixes the descriptor; two encoders with equal configs agree bit for bit."""
 
-    name: str = "kira-pixel-cbir-v1"  # identity, stored with a knowledge base
+    name: str = "kira-pixel-cbir-v2"  # identity, stored with a knowledge base (v2: + salience block)
     size: int = 64  # working size: every image is resized to size x size first
     hue_bins: int = 8  # chromatic pixels: hue x saturation x value bins
     saturation_bins: int = 2
@@ -67,6 +73,9 @@ class PixelEncoderConfig:
     texture_weight: float = 0.8
     gradient_weight: float = 1.0
     layout_weight: float = 0.7
+    salience_grid: int = 8  # salience block: salience_grid x salience_grid cells of the saliency map
+    salience_mirror_weight: float = 1.0  # left-right sense kept: a right-sided finding is not a left-sided one
+    salience_weight: float = 0.5
 
 
 class PixelEncoder:
@@ -81,12 +90,24 @@ class PixelEncoder:
             raise ValueError(f"size {cfg.size} must be >= 16 and divisible by every pyramid level")
         if cfg.size % cfg.layout_grid != 0:
             raise ValueError(f"size {cfg.size} must be divisible by layout_grid {cfg.layout_grid}")
+        from kira.models.default.saliency import SaliencyConfig, SaliencyProposer
+
+        # The default saliency map at half the encoder's size (its blurs scaled to match): the block keeps
+        # only salience_grid^2 cells, and the surround blur at full size would cost more than all other blocks.
+        if cfg.size % (2 * cfg.salience_grid) != 0:
+            raise ValueError(f"size {cfg.size} must be divisible by 2 * salience_grid = {2 * cfg.salience_grid}")
+        base = SaliencyConfig()
+        scale = (cfg.size // 2) / base.work_size
+        self._proposer = SaliencyProposer(SaliencyConfig(
+            work_size=cfg.size // 2, grid=cfg.size // 2, residual_sigma=base.residual_sigma * scale,
+            centre_sigma=base.centre_sigma * scale, surround_sigma=base.surround_sigma * scale))
         self.colour_bins = cfg.hue_bins * cfg.saturation_bins * cfg.value_bins + cfg.grey_bins
         self.blocks = {
             "colour": self.colour_bins * _cells(cfg.colour_levels),
             "texture": 10 * len(cfg.lbp_radii) * _cells(cfg.texture_levels),
             "gradient": cfg.orientation_bins * _cells(cfg.gradient_levels),
             "layout": cfg.layout_grid**2,
+            "salience": cfg.salience_grid**2,
         }
         self.dim = sum(self.blocks.values())
 
@@ -146,6 +167,7 @@ class PixelEncoder:
             (self._texture(grey), cfg.texture_weight),
             (self._gradient(grey), cfg.gradient_weight),
             (self._layout(grey), cfg.layout_weight),
+            (self._salience(rgb), cfg.salience_weight),
         ]
         parts = [_l2(b) * np.float32(w) for b, w in blocks]
         return _l2(np.concatenate(parts, axis=1))
@@ -166,6 +188,18 @@ class PixelEncoder:
         thumb = _mirror_mix(thumb, self.config.mirror_weight, col_axis=2)
         thumb = thumb.reshape(n, g * g)
         return thumb - thumb.mean(axis=1, keepdims=True)
+
+    def _salience(self, rgb: np.ndarray) -> np.ndarray:
+        g = self.config.salience_grid
+        n, s = rgb.shape[0], rgb.shape[1] // 2
+        wide = rgb.astype(np.uint16)  # 2 x 2 box average, rounded, by slices (a strided mean is 10x slower)
+        half = ((wide[:, 0::2, 0::2] + wide[:, 1::2, 0::2] + wide[:, 0::2, 1::2] + wide[:, 1::2, 1::2] + 2) >> 2)
+        half = half.astype(np.uint8)
+        maps = self._proposer.propose_prepared(half)  # (n, size/2, size/2) in [0, 1]
+        k = s // g
+        cells = maps.reshape(n, g, k, g, k).mean(axis=(2, 4))
+        cells = _mirror_mix(cells, self.config.salience_mirror_weight, col_axis=2).reshape(n, g * g)
+        return cells - cells.mean(axis=1, keepdims=True)
 
     def _texture(self, grey: np.ndarray) -> np.ndarray:
         cfg = self.config

@@ -58,39 +58,58 @@ class SaliencyProposer:
         perfectly uniform image. Raises kira.images.ImageError for unusable input.
         """
         from PIL import Image
-        from scipy import ndimage
 
         cfg = self.config
         pixels = load_image(image)
         s = cfg.work_size
         small = np.asarray(Image.fromarray(pixels).resize((s, s), Image.BILINEAR, reducing_gap=2.0))
-        if int(small.max()) == int(small.min()):
-            return np.zeros((cfg.grid, cfg.grid), dtype=np.float32)  # uniform: nothing stands out
+        return self.propose_prepared(small[None])[0]
+
+    def propose_prepared(self, small: np.ndarray) -> np.ndarray:
+        """Saliency grids of a batch already at the working size: uint8 (n, work_size, work_size, 3).
+
+        Returns float32 (n, grid, grid), each as `propose` gives it; the whole batch goes
+        through one FFT and one filter pass per cue (the pixel encoder's salience block).
+        Raises ValueError for another shape or dtype.
+        """
+        from scipy import ndimage
+
+        cfg = self.config
+        s = cfg.work_size
+        if small.dtype != np.uint8 or small.ndim != 4 or small.shape[1:] != (s, s, 3):
+            raise ValueError(f"expected uint8 (n, {s}, {s}, 3), got {small.dtype} {small.shape}")
+        n = small.shape[0]
+        flat = small.reshape(n, -1)
+        uniform = flat.max(axis=1) == flat.min(axis=1)  # nothing stands out
         rgb = small.astype(np.float32) / 255.0
         grey = 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]
 
-        spectrum = np.fft.fft2(grey)
+        spectrum = np.fft.fft2(grey, axes=(1, 2))
         log_amp = np.log(np.abs(spectrum) + 1e-8)
-        residual = log_amp - ndimage.uniform_filter(log_amp, size=cfg.residual_filter, mode="wrap")
-        sr = np.abs(np.fft.ifft2(np.exp(residual + 1j * np.angle(spectrum)))) ** 2
-        sr = ndimage.gaussian_filter(sr, cfg.residual_sigma, mode="nearest")
+        f = cfg.residual_filter
+        residual = log_amp - ndimage.uniform_filter(log_amp, size=(1, f, f), mode="wrap")
+        sr = np.abs(np.fft.ifft2(np.exp(residual + 1j * np.angle(spectrum)), axes=(1, 2))) ** 2
+        sr = ndimage.gaussian_filter(sr, (0, cfg.residual_sigma, cfg.residual_sigma), mode="nearest")
 
         # opponent colours: luminance, red-green, blue-yellow
         r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
         opp = np.stack([grey, r - g, 0.5 * (r + g) - b], axis=-1)
-        centre = ndimage.gaussian_filter(opp, (cfg.centre_sigma, cfg.centre_sigma, 0), mode="nearest")
-        surround = ndimage.gaussian_filter(opp, (cfg.surround_sigma, cfg.surround_sigma, 0), mode="nearest")
+        centre = ndimage.gaussian_filter(opp, (0, cfg.centre_sigma, cfg.centre_sigma, 0), mode="nearest")
+        surround = ndimage.gaussian_filter(opp, (0, cfg.surround_sigma, cfg.surround_sigma, 0), mode="nearest")
         cs = np.sqrt(((centre - surround) ** 2).sum(axis=-1))
 
         w = cfg.residual_weight
         sal = w * _unit_range(sr) + (1.0 - w) * _unit_range(cs)
         k = s // cfg.grid
-        grid = sal.reshape(cfg.grid, k, cfg.grid, k).mean(axis=(1, 3))
-        return _unit_range(grid).astype(np.float32)
+        grid = _unit_range(sal.reshape(n, cfg.grid, k, cfg.grid, k).mean(axis=(2, 4)))
+        grid[uniform] = 0.0
+        return grid.astype(np.float32, copy=False)
 
 
 def _unit_range(x: np.ndarray) -> np.ndarray:
-    lo, hi = float(x.min()), float(x.max())
-    if hi - lo < 1e-12:
-        return np.zeros_like(x, dtype=np.float32)
-    return ((x - lo) / (hi - lo)).astype(np.float32)
+    """Each batch item (axis 0) scaled to [0, 1] on its own; a constant item becomes zeros."""
+    axes = tuple(range(1, x.ndim))
+    lo, hi = x.min(axis=axes, keepdims=True), x.max(axis=axes, keepdims=True)
+    span = hi - lo
+    flat = span < 1e-12
+    return np.where(flat, 0.0, (x - lo) / np.where(flat, 1.0, span)).astype(np.float32)
