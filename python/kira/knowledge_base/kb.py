@@ -552,6 +552,15 @@ class KnowledgeBase:
             self._caches["groups"] = (groups, kinds)
         return self._caches["groups"]
 
+    def group_partners(self) -> dict[int, frozenset[int]]:
+        """{document chunk id: the document chunks sharing a temporal or multiview group with it} (cached)."""
+        if "partners" not in self._caches:
+            partners: dict[int, set[int]] = {}
+            for a, b in self.compound_groups()[1]:
+                partners.setdefault(a, set()).add(b)
+            self._caches["partners"] = {d: frozenset(p) for d, p in partners.items()}
+        return self._caches["partners"]
+
     def lexical(self) -> Any:
         """The `kira.knowledge_base.lexical.LexicalIndex` over document and passage chunks (cached per commit).
 

@@ -117,15 +117,26 @@ class LexicalIndex:
         top = math.log(1.0 + (len(self.ids) - 0.5) / 1.5)
         return float(min(best / top, 1.0)) if top > 0 else 0.0
 
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """{identifier term of `text`: chunk ids (ascending) holding it}, for the terms some chunk holds."""
+        keep = None if allow is None else np.asarray(allow, dtype=np.int64)
+        out: dict[str, np.ndarray] = {}
+        for term in sorted(set(lexical_terms(text))):
+            if not is_identifier(term) or term not in self.postings:
+                continue
+            ids = np.unique(self.ids[self.postings[term][0]])
+            if keep is not None:
+                ids = ids[np.isin(ids, keep)]
+            if len(ids):
+                out[term] = ids
+        return out
+
     def identifier_matches(self, text: str, *, allow: np.ndarray | None = None) -> np.ndarray:
         """Chunk ids (ascending) holding any identifier term of `text` (see `is_identifier`); empty when none."""
-        rows = [self.postings[t][0] for t in set(lexical_terms(text)) if is_identifier(t) and t in self.postings]
-        if not rows:
+        postings = self.identifier_postings(text, allow=allow)
+        if not postings:
             return np.zeros(0, np.int64)
-        ids = np.unique(self.ids[np.concatenate(rows)])
-        if allow is not None:
-            ids = ids[np.isin(ids, np.asarray(allow, dtype=np.int64))]
-        return ids
+        return np.unique(np.concatenate(list(postings.values())))
 
     def search(self, text: str, k: int, *, allow: np.ndarray | None = None) -> LexicalHits:
         """The `k` best chunks for `text` by BM25 (only chunks sharing a term; ties by chunk id).

@@ -11,6 +11,9 @@
 * `lead_with_identifiers`: a question that names an identifier the knowledge base holds
   ("patient P017", "design C012", "2021-04-09") is about the documents carrying it:
   they move to the front of the fused list, in fused order, ahead of everything else.
+  A subject (a document with its compound-group partners) whose named identifiers are
+  a strict subset of another subject's is a coincidence, not the subject: "tile T047
+  acquired on 2019-05-08" names T047, not the other tile that was also flown that day.
 * `feedback_ranking`: pseudo-relevance feedback across modalities (average query
   expansion, Chum et al. 2007): the mean visual vector of the top `feedback_documents`
   documents the query is surest about (those named by identifier when the question
@@ -51,13 +54,16 @@ def anchor_to_image(kb: Any, image: Ranking, rankings: Sequence[Ranking], scale:
 def lead_with_identifiers(kb: Any, fused: Fused, question: str, allow: np.ndarray | None) -> int:
     """Move the chunks whose document text holds an identifier of `question` to the front (in place).
 
-    Chunks missing from `fused` join with the top score. Returns how many chunks lead.
+    Chunks of a subject whose named identifiers another subject's strictly include stay
+    where they are (see the module doc). Chunks missing from `fused` join with the top
+    score. Returns how many chunks lead.
     """
     if not question:
         return 0
-    matches = kb.lexical().identifier_matches(question, allow=allow)
-    if not len(matches):
+    postings = kb.lexical().identifier_postings(question, allow=allow)
+    if not postings:
         return 0
+    matches = _named_subjects(kb, postings)
     present = np.isin(fused.ids, matches)
     missing = matches[~np.isin(matches, fused.ids)]
     top = float(fused.scores[0]) if len(fused.scores) else 1.0
@@ -71,6 +77,22 @@ def lead_with_identifiers(kb: Any, fused: Fused, question: str, allow: np.ndarra
     for cid in lead_ids.tolist():
         fused.paths.setdefault(int(cid), []).append("identifier")
     return int(len(lead_ids))
+
+
+def _named_subjects(kb: Any, postings: dict[str, np.ndarray]) -> np.ndarray:
+    """The matched chunk ids whose subject's named identifiers no other subject's strictly include."""
+    chunks = np.unique(np.concatenate(list(postings.values())))
+    doc_of = dict(zip(chunks.tolist(), kb.document_chunk_of(chunks).tolist()))
+    held: dict[int, set[str]] = {}  # document chunk (or the chunk itself, outside any document) -> terms
+    for term, ids in postings.items():
+        for cid in ids.tolist():
+            held.setdefault(doc_of[cid] if doc_of[cid] >= 0 else cid, set()).add(term)
+    partners = kb.group_partners()
+    subject = {d: frozenset(terms.union(*(held.get(p, ()) for p in partners.get(d, ())))) for d, terms in held.items()}
+    distinct = set(subject.values())
+    named = {d for d, terms in subject.items() if not any(terms < other for other in distinct)}
+    keep = [cid for cid in chunks.tolist() if (doc_of[cid] if doc_of[cid] >= 0 else cid) in named]
+    return np.asarray(keep, dtype=np.int64)
 
 
 def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.ndarray | None,
