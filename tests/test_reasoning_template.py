@@ -180,3 +180,16 @@ def test_a_clear_majority_keeps_its_wording() -> None:
     split = EvidencePack.from_items("q", [_item(0, f"d{i}", 0.8, f"Patchy consolidation in the {s} lower zone with air bronchograms.")
                                           for i, s in enumerate(["left", "left", "left", "right", "right"])])
     assert TemplateGenerator().generate("q", split).plain_text == "Patchy consolidation in the lower zone with air bronchograms."
+
+
+def test_a_part_designator_is_not_a_subject_name():
+    """'R1 in design C041' is about C041; R1 and C1 name parts that every design has."""
+    from kira.reasoning.template_generator import subject_ids, subject_items
+
+    assert subject_ids("What does R1 set in design C041 (C1 = 10n, 2019)?") == {"c041", "2019"}
+    items = (
+        EvidenceItem(1, 1, "C041-revA", "document", 0.9, summary="Schematic C041 rev A: RC low-pass filter, R1 = 10k."),
+        EvidenceItem(2, 2, "C007-revA", "document", 0.8, summary="Schematic C007 rev A: RC oscillator, timing R1 = 47k."),
+    )
+    assert [i.doc_id for i in subject_items("What does R1 set in design C041?", items)] == ["C041-revA"]
+    assert subject_items("What does R1 set?", items) == ()

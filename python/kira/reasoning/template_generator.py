@@ -160,12 +160,15 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-_SUBJECT_ID = re.compile(r"^(?:[a-z]{1,2}\d+|\d{4,})$")  # p001, t003, s004, c011, 2019: names of a subject
-_NAMED_ID = re.compile(r"^[a-z]{1,2}\d+$")  # p001, t003: a name, more specific than a year
+# p001, t003, s004, c011, 2019: names of a subject. Like _IDENTIFIER, a name has 3+ digits: R1, C12, U3 are parts.
+_SUBJECT_ID = re.compile(r"^(?:[a-z]{1,2}\d{3,}|\d{4,})$")
+_NAMED_ID = re.compile(r"^[a-z]{1,2}\d{3,}$")  # p001, t003: a name, more specific than a year
 
 
 def subject_ids(text: str) -> frozenset[str]:
-    """Identifier tokens of `text` that name a subject: letters-then-digits (P001, T003) or 4+ digit numbers."""
+    """Identifier tokens of `text` that name a subject: 1-2 letters then 3+ digits (P001, T003) or 4+ digit numbers.
+
+    Part designators (R1, C12) are content, not subjects."""
     return frozenset(w for w in words(text) if _SUBJECT_ID.match(w))
 
 
