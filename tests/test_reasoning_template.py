@@ -193,3 +193,26 @@ def test_a_part_designator_is_not_a_subject_name():
     )
     assert [i.doc_id for i in subject_items("What does R1 set in design C041?", items)] == ["C041-revA"]
     assert subject_items("What does R1 set?", items) == ()
+
+
+def test_a_statement_restating_a_chosen_one_gives_way_to_one_that_adds_something() -> None:
+    """The filters' consensus 'RC pass filter' is chosen; 'RC high-pass filter, R1 = 4.7k, C1 = 1u' (a
+    minority wording of the same statement, holding every word of it) would say it twice, so the function
+    statement is the second claim."""
+    fn = "; it passes one band of frequencies and attenuates the rest"
+    caps = [("C086", 1.0, "RC low-pass filter, R1 = 22k, C1 = 1u."),
+            ("C006", 0.92, f"RC high-pass filter, R1 = 10k, C1 = 1u{fn}."),
+            ("C066", 0.91, f"RC high-pass filter, R1 = 10k, C1 = 1u{fn}."),
+            ("C042", 0.84, "RC high-pass filter, R1 = 22k, C1 = 47n."),
+            ("C078", 0.79, "RC high-pass filter, R1 = 22k, C1 = 1u."),
+            ("C086b", 0.79, f"RC low-pass filter, R1 = 100k, C1 = 1u{fn}."),
+            ("C098", 0.79, f"RC low-pass filter, R1 = 10k, C1 = 100n{fn}."),
+            ("C026", 0.78, f"RC low-pass filter, R1 = 4.7k, C1 = 47n{fn}."),
+            ("C066b", 0.76, f"RC high-pass filter, R1 = 47k, C1 = 1u{fn}."),
+            ("C078a", 0.76, f"RC high-pass filter, R1 = 4.7k, C1 = 1u{fn}.")]
+    items = [_item(0, doc, score, f"Schematic {doc} rev A: {cap}") for doc, score, cap in caps]
+    answer = TemplateGenerator().generate("Find schematics of filter circuits.", EvidencePack.from_items("q", items))
+    assert len(answer.claims) == 2
+    first, second = (c.text for c in answer.claims)
+    assert first.startswith("RC pass filter")
+    assert second.startswith("It passes one band of frequencies and attenuates the rest")

@@ -186,6 +186,12 @@ def subject_items(question: str, items: tuple[EvidenceItem, ...]) -> tuple[Evide
     return tuple(i for i in items if asked & subject_ids(f"{text_of(i)} {i.summary} {i.doc_id}"))
 
 
+def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
+    """Whether `cand`'s wording holds every content word of a chosen claim, or a chosen claim holds all of its."""
+    words = _stems(cand.text)
+    return any(words <= _stems(c.text) or _stems(c.text) <= words for c in chosen)
+
+
 def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
     """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank."""
     if any(item.score > 0 for item in items):
@@ -414,6 +420,8 @@ class TemplateGenerator:
         for cand in candidates[1:]:
             if len(chosen) >= self.max_claims or cand.history or cand.score < self.min_support_ratio * top.score:
                 break
+            if _restates(cand, chosen):  # "RC pass filter" then "RC high-pass filter, R1 = 4.7k": one claim twice
+                continue
             if top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
                 chosen.append(cand)
         agreeing = sorted({i.number for c in chosen for i in c.sources})
