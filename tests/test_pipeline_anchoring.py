@@ -97,6 +97,22 @@ def test_feedback_ranking_searches_with_the_mean_of_the_top_documents(kb):
     assert feedback_ranking(kb, fused, RetrievalConfig(feedback_documents=0), None) is None
 
 
+def test_feedback_from_named_documents_weighs_more(kb):
+    """The mean of the documents the question names is the subject itself: its ranking counts
+    named_feedback_weight_scale times a mean of merely top-ranked documents."""
+    cfg = RetrievalConfig(feedback_documents=2)
+    docs = kb.store.document_chunk_ids(["P003-s0", "P003-s1", "P001-s0"])
+    ids = np.array([docs["P001-s0"], docs["P003-s0"], docs["P003-s1"]], np.int64)
+    plain = feedback_ranking(kb, Fused(ids, np.array([1.0, 0.9, 0.8], np.float32), {}, {}), cfg, None)
+    named_paths = {docs["P003-s0"]: ["text", "identifier"], docs["P003-s1"]: ["identifier"]}
+    named = feedback_ranking(kb, Fused(ids, np.array([1.0, 0.9, 0.8], np.float32), named_paths, {}), cfg, None)
+    assert plain.weight == pytest.approx(cfg.visual_weight * cfg.feedback_weight_scale)
+    assert named.weight == pytest.approx(plain.weight * cfg.named_feedback_weight_scale)
+    assert cfg.named_feedback_weight_scale > 1.0
+    mean = kb.index("visual").get_vectors(ids[1:]).mean(axis=0)  # P001 is not named: only P003 seeds
+    np.testing.assert_allclose(named.vector, mean / np.linalg.norm(mean), atol=1e-6)
+
+
 def test_anchor_to_image_filters_and_scales(kb):
     docs = kb.store.document_chunk_ids([f"P00{n}-s0" for n in range(1, 7)])
     image = Ranking("visual", np.array([docs["P001-s0"], docs["P002-s0"], docs["P003-s0"]]), np.ones(3, np.float32), 0.6)

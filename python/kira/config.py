@@ -50,6 +50,7 @@ class RetrievalConfig:
     feedback_documents: int = 5  # pseudo-relevance feedback: the top 5 fused documents' mean re-queries path A
     feedback_min_score: float = 0.5  # ... drawn from the BM25 matches scoring >= 0.5 x the best
     feedback_weight_scale: float = 2.0  # ... ranking at visual_weight * 2.0: a mean of relevant documents is the surest visual query
+    named_feedback_weight_scale: float = 4.0  # ... times 4 when the mean is of the documents the question names (the subject itself)
     text_overfetch: int = 4  # path B's dense search fetches 4 x candidates before the per-document cut
     text_chunks_per_document: int = 2  # ... and keeps at most 2 chunks of any one document (regions repeat its caption)
 

@@ -19,7 +19,9 @@
   documents the query is surest about (those named by identifier when the question
   names any; else the BM25 `lexical` ranking's matches scoring >= `feedback_min_score`
   of its best; else the fused list's top) re-queries the visual index, so documents whose captions say nothing
-  are found through their look-alikes among those whose captions matched.
+  are found through their look-alikes among those whose captions matched. A mean of named
+  documents is the subject itself and weighs `named_feedback_weight_scale` (4) times more:
+  what fills the places after a named patient's studies should look like that patient's.
 """
 
 from __future__ import annotations
@@ -125,5 +127,7 @@ def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.n
         return None
     centroid = (centroid / norm).astype(np.float32)
     (ids, scores), = search(index, centroid[None, :], config.candidates, allow)
-    return Ranking("feedback", ids, scores, config.visual_weight * config.feedback_weight_scale,
-                   f"mean of the top {len(top)} documents", vector=centroid)
+    weight = config.visual_weight * config.feedback_weight_scale
+    if named.any():
+        weight *= config.named_feedback_weight_scale
+    return Ranking("feedback", ids, scores, weight, f"mean of the top {len(top)} documents", vector=centroid)
