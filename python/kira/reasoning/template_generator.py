@@ -12,7 +12,8 @@ generator answers with the *content the top evidence agrees on*:
    then three or more digits, or plain integers; not values with units like 10k or 0.65,
    nor part designators like R1 or C12, which are content) and attributions
    ("Reported by Dr. X") are set aside as bookkeeping.
-2. When the question names a subject by identifier ("patient P001", "tile T003") and
+2. When the question names a subject by identifier ("patient P001", "tile T003": one or
+   two letters then three or more digits, or a 4+ digit number) and
    some items name it too, only those items are reasoned over: evidence about other
    subjects says nothing about this one (the trace says what was set aside).
 3. Each remaining sentence gets a support: the share of the score-weighted evidence that
@@ -36,7 +37,9 @@ generator answers with the *content the top evidence agrees on*:
    and others follow while their score is >= `min_support_ratio` of the best (at
    most `max_claims`) if some document that states the first also states them (they
    complement it: findings and impression of one report, a circuit's type and its
-   function, not a rival reading). Every claim cites the items that state it (best first).
+   function, not a rival reading) and do not restate a chosen claim (all of its words,
+   or all of theirs, in the other: "RC pass filter" then "RC high-pass filter, R1 = 4.7k").
+   Every claim cites the items that state it (best first).
 
 Before the answer it writes the reasoning trace: the evidence considered, what was set
 aside as metadata, each candidate's support and sources, what agrees and which
