@@ -91,6 +91,41 @@ def test_compound_expansion_adds_group_members_with_decayed_scores(kb):
     assert fused.paths[doc_chunks["red_t1"]] == ["temporal"]
 
 
+def test_compound_of_joins_groups_that_share_a_document(tmp_path):
+    """A patient's follow-ups (temporal) and views (multiview) share the baseline film: one compound
+    document keyed by its smallest doc id; documents in no group are absent; evidence carries the key."""
+    base = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
+    base.add_image(flat(RED), doc_id="p1-pa-t0", caption="red", sequence=("p1", 0), view=("p1-views", 0))
+    base.add_image(flat(RED), doc_id="p1-pa-t1", caption="red", sequence=("p1", 1))
+    base.add_image(flat(RED), doc_id="p1-lat-t0", caption="red", view=("p1-views", 1))
+    base.add_image(flat(GREEN), doc_id="p2-a", caption="green", sequence=("p2", 0))
+    base.add_image(flat(GREEN), doc_id="p2-b", caption="green", sequence=("p2", 1))
+    base.add_image(flat(BLUE), doc_id="alone", caption="blue")
+    base.commit()
+    try:
+        assert base.compound_of() == {"p1-pa-t0": "p1-lat-t0", "p1-pa-t1": "p1-lat-t0", "p1-lat-t0": "p1-lat-t0",
+                                      "p2-a": "p2-a", "p2-b": "p2-a"}
+        from kira.pipeline.evidence import build_items
+
+        chunk = base.store.document_chunk_ids(["p1-pa-t1", "alone"])
+        items = build_items(base, [chunk["p1-pa-t1"], chunk["alone"]], [1.0, 0.5], {}, {}, thumbnails=False)
+        assert items[0].provenance["compound"] == "p1-lat-t0"
+        assert "compound" not in items[1].provenance
+    finally:
+        base.close()
+
+
+def test_fine_grained_ranking_weighs_visual_weight_times_its_scale(kb):
+    import dataclasses
+
+    config = kb.config
+    for scale in (1.0, 0.25):
+        cfg = dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, fine_weight_scale=scale))
+        result = Kira(kb, config=cfg).ask(image=flat(GREEN, spot=(YELLOW, 30, 10, 16)), variant="full")
+        fine = [r for r in result.trace["rankings"] if r["path"] == "fine"][0]
+        assert fine["weight"] == pytest.approx(round(cfg.retrieval.visual_weight * scale, 4))
+
+
 def test_granularity_selection_restricts_levels(kb):
     for levels in (("document",), ("patch",), ("region", "patch")):
         result = Kira(kb).ask("yellow wall", levels=levels, variant="dual_path", top_k=4)

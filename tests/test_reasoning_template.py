@@ -195,10 +195,11 @@ def test_a_part_designator_is_not_a_subject_name():
     assert subject_items("What does R1 set?", items) == ()
 
 
-def test_a_statement_restating_a_chosen_one_gives_way_to_one_that_adds_something() -> None:
-    """The filters' consensus 'RC pass filter' is chosen; 'RC high-pass filter, R1 = 4.7k, C1 = 1u' (a
-    minority wording of the same statement, holding every word of it) would say it twice, so the function
-    statement is the second claim."""
+def test_rival_subtypes_stay_apart_and_the_function_statement_follows_the_majority() -> None:
+    """'RC low-pass filter, R1 = 22k' and 'RC high-pass filter, R1 = 10k' differ in one word of four (values
+    and part designators do not make them alike): two rival statements, not one 'RC pass filter'. The
+    majority (high-pass, 60% of the weight) leads with the value most of it states (C1 = 1u); the
+    function statement that both kinds share is the second claim, and the low-pass reading is not stated."""
     fn = "; it passes one band of frequencies and attenuates the rest"
     caps = [("C086", 1.0, "RC low-pass filter, R1 = 22k, C1 = 1u."),
             ("C006", 0.92, f"RC high-pass filter, R1 = 10k, C1 = 1u{fn}."),
@@ -214,5 +215,57 @@ def test_a_statement_restating_a_chosen_one_gives_way_to_one_that_adds_something
     answer = TemplateGenerator().generate("Find schematics of filter circuits.", EvidencePack.from_items("q", items))
     assert len(answer.claims) == 2
     first, second = (c.text for c in answer.claims)
-    assert first.startswith("RC pass filter")
+    assert first.startswith("RC high-pass filter, C1 = 1u [")
     assert second.startswith("It passes one band of frequencies and attenuates the rest")
+    assert "low-pass" not in answer.text
+
+
+def _film(doc: str, score: float, caption: str, compound: str | None) -> EvidenceItem:
+    prov = {"caption": caption, **({"compound": compound} if compound else {})}
+    return EvidenceItem(0, hash(doc) % 10_000, doc, "document", score, ("visual",), caption, prov)
+
+
+def test_films_of_one_patient_are_one_witness_for_the_wording() -> None:
+    """Three films of patient A say 'right', one film of patient B says 'left': by documents 'right' has
+    75% of the weight and would be kept; by witnesses (compound documents) it is one patient against one,
+    so the class-level wording leaves the side out. Without compound keys the documents vote as before."""
+    films = [("A-t0", "A"), ("A-t1", "A"), ("A-t2", "A"), ("B-t0", "B")]
+    side = {"A": "right", "B": "left"}
+    grouped = [_film(d, 1.0, f"Patchy airspace consolidation in the {side[p]} lower zone.", p) for d, p in films]
+    answer = TemplateGenerator(max_claims=1).generate("find pneumonia", EvidencePack.from_items("q", grouped))
+    assert answer.claims[0].text.startswith("Patchy airspace consolidation in the lower zone [")
+    loose = [_film(d, 1.0, f"Patchy airspace consolidation in the {side[p]} lower zone.", None) for d, p in films]
+    answer = TemplateGenerator(max_claims=1).generate("find pneumonia", EvidencePack.from_items("q", loose))
+    assert answer.claims[0].text.startswith("Patchy airspace consolidation in the right lower zone [")
+
+
+def test_a_witness_states_only_what_all_its_documents_state() -> None:
+    """Design X's two revisions disagree on Rf; design Y states Rf = 22k. X attests no Rf value, so
+    22k has half the witnesses and its clause is left out; and within one design alone the revisions
+    vote as documents (a value they disagree on is left out)."""
+    items = [_film("X-revA", 1.0, "Inverting op-amp amplifier, feedback Rf = 22k.", "X"),
+             _film("X-revB", 1.0, "Inverting op-amp amplifier, feedback Rf = 100k.", "X"),
+             _film("Y-revA", 1.0, "Inverting op-amp amplifier, feedback Rf = 22k.", "Y")]
+    answer = TemplateGenerator(max_claims=1).generate("find amplifiers", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text.startswith("Inverting op-amp amplifier [")
+    answer = TemplateGenerator(max_claims=1).generate("find amplifiers", EvidencePack.from_items("q", items[:2]))
+    assert answer.claims[0].text.startswith("Inverting op-amp amplifier [")
+
+
+def test_a_unitless_reading_the_witnesses_disagree_on_becomes_the_range_their_citations_state() -> None:
+    caps = {"P1": "0.65", "P2": "0.62", "P3": "0.67"}
+    items = [_film(f"{p}-t0", 1.0, f"Enlarged cardiac silhouette, cardiothoracic ratio about {v}.", p)
+             for p, v in caps.items()]
+    answer = TemplateGenerator(max_claims=1).generate("find cardiomegaly", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text.startswith("Enlarged cardiac silhouette, cardiothoracic ratio about 0.62-0.67 [")
+    # only cited documents bound the range: with max_citations=2 the two best-scored readings
+    items = [_film(f"{p}-t0", s, f"Enlarged cardiac silhouette, cardiothoracic ratio about {v}.", p)
+             for (p, v), s in zip(caps.items(), (1.0, 0.9, 0.8))]
+    answer = TemplateGenerator(max_claims=1, max_citations=2).generate("find cardiomegaly",
+                                                                        EvidencePack.from_items("q", items))
+    assert answer.claims[0].text.startswith("Enlarged cardiac silhouette, cardiothoracic ratio about 0.62-0.65 [")
+    # a value with a unit (22k, 47k) is not a plain reading: its clause is left out as before
+    items = [_film(f"{p}-t0", 1.0, f"Inverting op-amp amplifier, feedback Rf = {v}.", p)
+             for p, v in (("D1", "22k"), ("D2", "47k"), ("D3", "100k"))]
+    answer = TemplateGenerator(max_claims=1).generate("find amplifiers", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text.startswith("Inverting op-amp amplifier [")

@@ -41,6 +41,7 @@ class RetrievalConfig:
     expansion_weight_scale: float = 0.5  # an expansion ranks at text_weight * 0.5 * cos(expansion, question)
     caption_query_weight_scale: float = 0.5  # image-only asks: the image's own description, at half weight
     hop_weight_scale: float = 0.5  # hops after the first rank at visual_weight * 0.5
+    fine_weight_scale: float = 0.5  # the query crop's ranking (ReAG fine-grained) ranks at visual_weight * 0.5
     rerank_candidates_per_result: int = 4  # the cross-encoder re-scores the top 4 * top_k fused
     critic_candidates_per_result: int = 2  # the critic sees 2 * top_k candidates
     bridge_weight_scale: float = 0.5  # the question mapped by the fitted text->image bridge ranks at visual_weight * 0.5

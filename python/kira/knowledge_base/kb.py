@@ -561,6 +561,33 @@ class KnowledgeBase:
             self._caches["partners"] = {d: frozenset(p) for d, p in partners.items()}
         return self._caches["partners"]
 
+    def compound_of(self) -> dict[str, str]:
+        """{doc_id: its compound document's key} for every document in a temporal or multiview group (cached).
+
+        Groups that share a document are one compound document (a patient's follow-ups and
+        views); its key is the smallest member doc id. Documents in no group are absent.
+        """
+        if "compound_of" not in self._caches:
+            parent: dict[str, str] = {}
+
+            def root(d: str) -> str:
+                while parent[d] != d:
+                    parent[d] = parent[parent[d]]
+                    d = parent[d]
+                return d
+
+            for _kind, _gid, docs in self.store.groups():
+                if len(docs) < 2:
+                    continue
+                for d in docs:
+                    parent.setdefault(d, d)
+                for d in docs[1:]:
+                    a, b = root(docs[0]), root(d)
+                    if a != b:
+                        parent[max(a, b)] = min(a, b)
+            self._caches["compound_of"] = {d: root(d) for d in parent}
+        return self._caches["compound_of"]
+
     def lexical(self) -> Any:
         """The `kira.knowledge_base.lexical.LexicalIndex` over document and passage chunks (cached per commit).
 

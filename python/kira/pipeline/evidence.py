@@ -15,8 +15,9 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
     """One EvidenceItem per chunk id (numbered in the given order from 1; unknown ids skipped).
 
     provenance holds source, caption, tags, metadata, image_size (width, height), the
-    parent chunk, how it was encoded and the best raw cosine score over the paths that
-    found it. `rows` may pass chunk rows already fetched.
+    parent chunk, how it was encoded, the best raw cosine score over the paths that
+    found it and, for a document in a temporal or multiview group, "compound": the key
+    of its compound document (`KnowledgeBase.compound_of`). `rows` may pass chunk rows already fetched.
     """
     ids = [int(i) for i in ids]
     if rows is None or any(i not in rows for i in ids):
@@ -24,6 +25,7 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
     doc_ids = {rows[i].doc_id for i in ids if i in rows}
     docs = kb.store.documents(doc_ids)
     stored = kb.store.provenances(doc_ids)
+    compound = kb.compound_of()
     thumbs: dict[str, np.ndarray | None] = {}
     items: list[EvidenceItem] = []
     for cid, score in zip(ids, scores):
@@ -48,6 +50,8 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
                 provenance["image_size"] = (doc.width, doc.height)
         if row.level == "passage":
             provenance["label"] = row.description  # a knowledge-base passage answers in its own words
+        if row.doc_id in compound:
+            provenance["compound"] = compound[row.doc_id]
         if cid in cosine:
             provenance["cosine"] = round(float(cosine[cid]), 4)
         items.append(EvidenceItem(

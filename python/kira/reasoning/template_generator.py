@@ -29,7 +29,9 @@ generator answers with the *content the top evidence agrees on*:
    same). For questions that ask for no comparison, statements of change are one
    instance's history, not what the evidence shows, and are not chosen.
 4. A statement is worded as its sources agree: a content word that no more than 70% of
-   the (score-weighted) documents stating it use is left out ("the left lower zone" and
+   the (score-weighted) witnesses stating it use is left out (a witness is a document,
+   or a whole compound document: one patient's films, one place's acquisitions, vote
+   once) ("the left lower zone" and
    "the right lower zone" -> "the lower zone"), and a clause whose value the sources
    disagree on is left out whole ("Rin = 2.2k" / "Rin = 10k"): the class-level statement,
    not one instance's detail. Every word kept is a word of the evidence.
@@ -53,7 +55,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from kira.reasoning.citations import format_citation
 from kira.reasoning.text_tokens import content_tokens, stem, words
@@ -160,6 +162,12 @@ def _stems(text: str) -> frozenset[str]:
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Stem Jaccard of two shapes, on their words: the value placeholder counts only when
+    neither has a word, so "RC low-pass filter, R1 = #" and "RC high-pass filter, R1 = #"
+    differ in one word of four, not one of five."""
+    wa, wb = a - {"#"}, b - {"#"}
+    if wa or wb:
+        a, b = wa, wb
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
@@ -202,6 +210,13 @@ def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
     return {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
 
 
+def _witness(item: EvidenceItem) -> str:
+    """Who an item testifies as: its compound document (one patient's films, one place's
+    acquisitions: ``provenance["compound"]``) when it belongs to one, else its document."""
+    compound = item.provenance.get("compound") if item.provenance else None
+    return str(compound) if compound else item.doc_id
+
+
 def _has_value(token: str) -> bool:
     return any(ch.isdigit() for ch in token)
 
@@ -221,7 +236,7 @@ class _Candidate:
     relevance: float = 0.0  # share of the question's content stems it (or its head) contains
     reports_change: bool = False  # a comparison question and a statement of change new in some document
     history: bool = False  # a statement of change, and the question asks for no comparison
-    variants: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (doc id, stems) per wording
+    variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)  # (witness, doc id, stems) per wording
 
     @property
     def score(self) -> float:
@@ -232,12 +247,37 @@ _PIECE = re.compile(r"[A-Za-z0-9]+(?:\.[0-9]+)?")
 _CLAUSE = re.compile(r"(?<=[,;])\s+")
 
 
-def consensus_text(text: str, agreed: frozenset[str]) -> str:
+_PLAIN_NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
+_UNITLESS_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]|\.\d)")  # 0.65, not 2.2k or C1
+
+
+def _value_ranges(text: str, readers: Iterable[frozenset[str]], agreed: frozenset[str]) -> dict[str, str]:
+    """{the one unitless number of `text` not agreed: "lo-hi" over `readers`' numbers} when each
+    of them states at most one such number (so they are readings of one quantity), else {}."""
+    own = {w for w in _UNITLESS_NUMBER.findall(text) if w not in agreed}
+    if len(own) != 1:
+        return {}
+    readings: list[str] = []
+    for stems in readers:
+        values = [s for s in stems if _PLAIN_NUMBER.match(s) and s not in agreed]
+        if len(values) > 1:
+            return {}
+        readings += values
+    if not readings:
+        return {}
+    lo, hi = min(readings, key=float), max(readings, key=float)
+    return {next(iter(own)): f"{lo}-{hi}"} if float(lo) < float(hi) else {}
+
+
+def consensus_text(text: str, agreed: frozenset[str], ranges: dict[str, str] | None = None) -> str:
     """`text` with the content words whose stem is not in `agreed` left out.
 
     A clause (comma-separated) that loses a value (10k, 0.65) is left out whole: a name
-    without its value states nothing. Every word kept is a word of `text`.
+    without its value states nothing, unless `ranges` maps that value to the range its
+    sources span ("0.65" -> "0.62-0.67"), which takes its place. Every word kept is a
+    word of `text` or an end of such a range.
     """
+    ranges = ranges or {}
     kept_clauses: list[str] = []
     for clause in _CLAUSE.split(text):
         out: list[str] = []
@@ -246,6 +286,10 @@ def consensus_text(text: str, agreed: frozenset[str]) -> str:
         for m in _PIECE.finditer(clause):
             word = m.group(0).lower()
             drop = word in content_tokens(word) and stem(word) not in agreed
+            if drop and word in ranges:
+                out.append(clause[last:m.start()] + ranges[word])
+                last = m.end()
+                continue
             if drop:
                 dropped_value = dropped_value or _has_value(word)
                 out.append(clause[last:m.start()])
@@ -315,7 +359,7 @@ class TemplateGenerator:
                     candidates.append(match)
                 elif item not in match.sources:
                     match.sources.append(item)
-                match.variants.append((item.doc_id, stems))
+                match.variants.append((_witness(item), item.doc_id, stems))
                 if context and not match.context & _stems(context):
                     match.context = match.context | _stems(context)
         # documents that state no content (only bookkeeping) abstain: they vote for nothing and against nothing
@@ -328,9 +372,12 @@ class TemplateGenerator:
         comparison = bool(q_stems & CHANGE_QUESTION_STEMS)
         for cand in candidates:
             docs: dict[str, float] = {}
+            witnesses: dict[str, float] = {}
             for item in items:
                 if any(_jaccard(cand.stems, s) >= SAME_SENTENCE_JACCARD for s in per_item.get(item.number, [])):
                     docs[item.doc_id] = max(docs.get(item.doc_id, 0.0), weights[item.number])
+                    who = _witness(item)
+                    witnesses[who] = max(witnesses.get(who, 0.0), weights[item.number])
                     if item not in cand.sources:
                         cand.sources.append(item)
             cand.sources.sort(key=lambda i: (-weights[i.number], i.number))
@@ -341,33 +388,50 @@ class TemplateGenerator:
             states_change = bool(cand.context & CHANGE_STATEMENT_STEMS)
             cand.reports_change = comparison and new_somewhere and states_change
             cand.history = states_change and not comparison
-            cand.text = self._agreed_wording(cand, weights_by_doc=docs)
+            cand.text = self._agreed_wording(cand, weights_by_witness=witnesses,
+                                             cited={i.doc_id for i in cand.sources[: self.max_citations]})
         # one instance's history ("C1 changed from 10u to 470u") does not say what the evidence shows
         candidates.sort(key=lambda c: (c.history, -c.score, min(i.number for i in c.sources)))
         return candidates, metadata
 
     @staticmethod
-    def _agreed_wording(cand: _Candidate, *, weights_by_doc: dict[str, float]) -> str:
-        """The candidate's sentence keeping only the content words most of its (weighted) sources state.
+    def _agreed_wording(cand: _Candidate, *, weights_by_witness: dict[str, float], cited: set[str]) -> str:
+        """The candidate's sentence keeping only the content words most of its (weighted) witnesses state.
 
         Sources that word one statement differently ("the left lower zone", "the right
         lower zone"; "Rf = 22k", "Rf = 47k") agree on the class-level part; the rest is
-        one instance's detail and is left out (see `consensus_text`).
+        one instance's detail and is left out (see `consensus_text`). A compound document
+        is one witness, stating what all its documents state (three films of one patient
+        attest that patient's side once; two revisions that disagree on Rf attest none); when
+        every source belongs to one compound document, its documents vote (a design's two
+        revisions that disagree on C1 agree on no value of it). A unitless number the
+        witnesses disagree on, one per document, becomes its range over the `cited`
+        documents ("about 0.62-0.67"), so the claim's citations state both ends.
         """
         by_doc: dict[str, frozenset[str]] = {}
-        for doc, stems in cand.variants:
+        witness_of: dict[str, str] = {}
+        for witness, doc, stems in cand.variants:
             by_doc[doc] = by_doc.get(doc, frozenset()) | stems
-        if len(by_doc) < 2:
+            witness_of[doc] = witness
+        by_witness: dict[str, frozenset[str]] = {}  # what every document of the witness states
+        for doc, stems in by_doc.items():
+            w = witness_of[doc]
+            by_witness[w] = by_witness[w] & stems if w in by_witness else stems
+        if len(by_witness) >= 2:
+            voters, weight = by_witness, {w: weights_by_witness.get(w, 0.0) for w in by_witness}
+        elif len(by_doc) >= 2:
+            voters, weight = by_doc, dict.fromkeys(by_doc, 1.0)
+        else:
             return cand.text
-        weight = {d: weights_by_doc.get(d, 0.0) for d in by_doc}
         if not any(weight.values()):
-            weight = dict.fromkeys(by_doc, 1.0)
+            weight = dict.fromkeys(voters, 1.0)
         total = sum(weight.values())
         agreed = frozenset(
-            s for s in frozenset().union(*by_doc.values())
-            if sum(w for d, w in weight.items() if s in by_doc[d]) > CONSENSUS_SHARE * total
+            s for s in frozenset().union(*voters.values())
+            if sum(w for d, w in weight.items() if s in voters[d]) > CONSENSUS_SHARE * total
         )
-        text = consensus_text(cand.text, agreed)
+        ranges = _value_ranges(cand.text, [stems for d, stems in by_doc.items() if d in cited], agreed)
+        text = consensus_text(cand.text, agreed, ranges=ranges)
         return text or cand.text
 
     def generate(self, question: str, pack: EvidencePack) -> Answer:
