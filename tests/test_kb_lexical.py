@@ -61,6 +61,26 @@ def test_identifiers_stay_whole_and_are_recognised():
     assert not is_identifier("chest") and not is_identifier("3") and not is_identifier("2020")
 
 
+def test_negated_terms_are_indexed_apart_up_to_the_end_of_the_clause():
+    terms = lexical_terms("Clear lungs, no effusion or pneumothorax. Impression: no acute abnormality (normal), "
+                          "patient P017 without change but stable.")
+    assert "lung" in terms and "norm" in terms and "stabl" in terms  # outside any negation's clause
+    assert {"not:effus", "not:pneumothorax", "not:acut", "not:abnormal", "not:chang"} <= set(terms)
+    assert not {"effus", "pneumothorax", "abnormal", "chang"} & set(terms)
+    assert "p017" in terms  # identifiers are never negated
+
+
+def test_a_negated_finding_does_not_match_a_search_for_it():
+    texts = ["Clear lungs, normal heart, no effusion or pneumothorax; no acute abnormality.",
+             "Right pleural effusion with a meniscus.",
+             "Enlarged heart, cardiomegaly; no effusion."]
+    index = LexicalIndex.build([1, 2, 3], texts)
+    assert index.search("pleural effusion", 5).ids.tolist() == [2]
+    assert index.search("which abnormality does this film show?", 5).ids.tolist() == []
+    # a query that negates the finding too matches the documents that negate it
+    assert set(index.search("no effusion", 5).ids.tolist()) == {1, 3}
+
+
 def test_identifier_matches_find_only_named_documents(index):
     assert index.identifier_matches("Compare the studies of patient P017").tolist() == [10, 11]
     assert index.identifier_matches("what was acquired on 2020-01-13?").tolist() == [10, 40]

@@ -41,12 +41,30 @@ QUERY_FRAME_WORDS = frozenset(
 ) | DISCOURSE_WORDS
 
 
+NEGATION_CUES = frozenset({"no", "not", "without", "nor", "never", "absent", "negative"})
+"""Words that negate what follows them up to the end of the clause (NegEx-style scope)."""
+NEGATED = "not:"
+"""Prefix of an index term stated under negation: "no effusion" indexes "not:effus", not "effus"."""
+_SCOPE_END = re.compile(r"[.,;:!?()\[\]]|\b(?:but|however|although|except)\b")
+
+
 def lexical_terms(text: str) -> list[str]:
     """Index terms of `text`: lower-cased words and ISO dates, stop words removed, lightly stemmed.
 
-    Identifiers stay whole ("P017" -> "p017", "2021-04-09" stays one term).
+    Identifiers stay whole ("P017" -> "p017", "2021-04-09" stays one term). A term after a
+    negation cue ("no", "not", "without", ...) in the same clause (up to punctuation or
+    "but") is indexed as NEGATED + term, so "no effusion or pneumothorax" does not match a
+    search for effusion, and "without malignancy" matches only a query that negates it too.
     """
-    return [stem(t) for t in _TERM.findall(text.lower()) if t not in STOP_WORDS]
+    out: list[str] = []
+    for clause in _SCOPE_END.split(text.lower()):
+        negated = False
+        for t in _TERM.findall(clause):
+            if t in NEGATION_CUES:
+                negated = True
+            elif t not in STOP_WORDS:
+                out.append(NEGATED + stem(t) if negated and not is_identifier(t) else stem(t))
+    return out
 
 
 def is_identifier(term: str) -> bool:
