@@ -269,3 +269,18 @@ def test_a_unitless_reading_the_witnesses_disagree_on_becomes_the_range_their_ci
              for p, v in (("D1", "22k"), ("D2", "47k"), ("D3", "100k"))]
     answer = TemplateGenerator(max_claims=1).generate("find amplifiers", EvidencePack.from_items("q", items))
     assert answer.claims[0].text.startswith("Inverting op-amp amplifier [")
+
+
+def test_an_item_lent_by_analogy_gives_only_its_change_and_says_so() -> None:
+    """Subject T002's two acquisitions state no change; the analogue (another tile, path "analogy") is kept
+    by the subject rule, lends only its change statement, worded "By analogy: ...", and the subject's own
+    statement complements it; the analogue's own land cover is not stated."""
+    own = [EvidenceItem(0, 1, "T002-d0", "document", 1.0, ("visual",), "", {"caption": "Tile T002. Lake land cover."}),
+           EvidenceItem(0, 2, "T002-d1", "document", 0.9, ("visual",), "", {"caption": "Tile T002. Lake land cover."})]
+    lent = EvidenceItem(0, 3, "T001-d1", "document", 0.5, ("analogy",), "",
+                        {"caption": "Tile T001. Forest land cover. Change since the previous acquisition: "
+                                    "the forest was cleared for fields."})
+    answer = TemplateGenerator().generate("Compare tile T002 with its later acquisition: what changed?",
+                                          EvidencePack.from_items("q", [*own, lent]))
+    assert [c.text for c in answer.claims] == ["By analogy: the forest was cleared for fields [Evidence 3].",
+                                              "Lake land cover [Evidence 1, 2]."]

@@ -65,6 +65,10 @@ class HopConfig:
     confidence: float = 0.85  # stop once a hop's confidence reaches this
     temporal_decay: float = 0.8  # a retrieved member pulls in its sequence at 0.8x
     multiview_decay: float = 0.7  # ... and its multiview set at 0.7x
+    # kira's change-by-analogy reading (kira.pipeline.change; not in the papers):
+    change_by_analogy: bool = True
+    change_min_share: float = 0.5  # a named sequence changed when its visual step >= 0.5 x the recorded changes' median step
+    analogy_min_cosine: float = 0.3  # ... and a recorded change is its analogue only if their steps' cosine >= 0.3
 
 
 @dataclass(frozen=True)

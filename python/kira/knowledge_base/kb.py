@@ -561,6 +561,14 @@ class KnowledgeBase:
             self._caches["partners"] = {d: frozenset(p) for d, p in partners.items()}
         return self._caches["partners"]
 
+    def memo(self, key: str, build: Any) -> Any:
+        """`build()`'s value, computed once per commit and kept until the next (for derived
+        views of the stored contents that readers such as kira.pipeline.change need)."""
+        key = f"memo:{key}"
+        if key not in self._caches:
+            self._caches[key] = build()
+        return self._caches[key]
+
     def compound_of(self) -> dict[str, str]:
         """{doc_id: its compound document's key} for every document in a temporal or multiview group (cached).
 

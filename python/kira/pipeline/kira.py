@@ -12,7 +12,10 @@ dual_path            + path B, the description index (dense) and BM25 over docum
                      identifier lead (kira.pipeline.anchoring)
 query_expansion      + captioner hypotheses and concept-bank concepts as extra queries,
                      and (text queries) visual pseudo-relevance feedback
-multi_hop            + residual hops (core) and compound-document expansion (core)
+multi_hop            + residual hops (core), compound-document expansion (core) and,
+                     for a comparison question about a sequence whose documents state
+                     no change, the change of the sequence it resembles
+                     (kira.pipeline.change)
 grounded             + ReAG critic over the evidence (it reads the question and the
                      query image's description; named documents are kept) and the
                      grounding verifier
@@ -38,6 +41,7 @@ import numpy as np
 from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
 from kira.pipeline.concepts import ConceptBank, builtin_banks
+from kira.pipeline.change import analogy_item, change_by_analogy
 from kira.pipeline.evidence import build_items
 from kira.pipeline.fine import choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
@@ -293,6 +297,13 @@ class Kira:
             critic_card["candidates"] = len(items)
         else:
             kept = items[:top_k]
+        if level >= 3 and cfg.hops.change_by_analogy:
+            with timer.stage("change"):
+                analogy = change_by_analogy(kb, question, kept, cfg)
+                lent = analogy_item(kb, analogy) if analogy is not None else None
+                if lent is not None:
+                    kept = list(kept) + [lent]
+                    trace["change"] = analogy.note
         pack = EvidencePack.from_items(question, kept, dropped)
         with timer.stage("generate"):
             answer = self.generator.generate(question, pack)

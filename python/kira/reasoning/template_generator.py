@@ -80,6 +80,10 @@ CHANGE_STATEMENT_STEMS = frozenset(
 )
 """Stems of statements that report a change; preferred answers to comparison questions."""
 
+ANALOGY_PATH = "analogy"
+"""Path of an item lent by change-by-analogy (kira.pipeline.change): another sequence's recorded
+change, read only for its change statement and worded "By analogy: ..."."""
+
 _ATTRIBUTION = re.compile(
     r"^(?:reported|drawn|signed|dictated|read|prepared|acquired|scanned|captured|taken|photographed|uploaded)\b.*\bby\b",
     re.I,
@@ -194,7 +198,20 @@ def subject_items(question: str, items: tuple[EvidenceItem, ...]) -> tuple[Evide
     asked = named or asked
     if not asked:
         return ()
-    return tuple(i for i in items if asked & subject_ids(f"{text_of(i)} {i.summary} {i.doc_id}"))
+    named = tuple(i for i in items if asked & subject_ids(f"{text_of(i)} {i.summary} {i.doc_id}"))
+    # an item lent by analogy speaks about the subject's change, not its own subject
+    return named + tuple(i for i in items if ANALOGY_PATH in i.paths and i not in named) if named else ()
+
+
+def states_class_change(sentence: str, context: str) -> bool:
+    """Whether a sentence (with its head) states a change in class-level words: a change word, no value."""
+    if any(ch.isdigit() for ch in sentence):
+        return False
+    return bool(_stems(f"{context} {sentence}") & CHANGE_STATEMENT_STEMS)
+
+
+def _lent(cand: _Candidate) -> bool:
+    return bool(cand.sources) and all(ANALOGY_PATH in i.paths for i in cand.sources)
 
 
 def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
@@ -344,7 +361,10 @@ class TemplateGenerator:
         metadata: list[str] = []
         per_item: dict[int, list[frozenset[str]]] = {}
         for item in order:
+            lent = ANALOGY_PATH in item.paths
             for sentence, is_meta, context in sentences_of(text_of(item)):
+                if lent and (is_meta or not states_class_change(sentence, context)):
+                    continue  # what an analogue shows of itself says nothing about the subject
                 if is_meta:
                     metadata.append(f"'{sentence}' ([Evidence {item.number}])")
                     continue
@@ -484,6 +504,8 @@ class TemplateGenerator:
         top = candidates[0]
         chosen = [top]
         top_docs = {i.doc_id for i in top.sources}
+        if _lent(top):  # a lent change is complemented by what the subject's own documents state
+            top_docs = {i.doc_id for i in pool if ANALOGY_PATH not in i.paths}
         for cand in candidates[1:]:
             if len(chosen) >= self.max_claims or cand.history or cand.score < self.min_support_ratio * top.score:
                 break
@@ -509,7 +531,8 @@ class TemplateGenerator:
         claims = []
         for cand in chosen:
             cited = _numbers(cand.sources[: self.max_citations])
-            claims.append(Claim(text=_sentence(cand.text, format_citation(cited)), citations=cited))
+            text = f"By analogy: {cand.text[:1].lower()}{cand.text[1:]}" if _lent(cand) else cand.text
+            claims.append(Claim(text=_sentence(text, format_citation(cited)), citations=cited))
         trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence that states it.")
         text = " ".join(claim.text for claim in claims)
         return Answer(text=text, reasoning=tuple(trace), claims=tuple(claims), generator=self.name)
