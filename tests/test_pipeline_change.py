@@ -85,3 +85,16 @@ def test_ask_lends_the_change_from_multi_hop_on_and_says_it_is_by_analogy(kb):
     assert not any("analogy" in i.paths for i in Kira(kb).ask(question, variant="query_expansion").evidence.items)
     off = dataclasses.replace(kb.config, hops=dataclasses.replace(kb.config.hops, change_by_analogy=False))
     assert "change" not in Kira(kb, config=off).ask(question, variant="multi_hop").trace
+
+
+def test_memo_builds_once_per_commit(tmp_path):
+    base = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
+    try:
+        calls = []
+        build = lambda: calls.append(1) or len(calls)  # noqa: E731
+        assert base.memo("k", build) == 1 and base.memo("k", build) == 1 and len(calls) == 1
+        base.add_image(flat(RED), doc_id="a", caption="red")
+        base.commit()
+        assert base.memo("k", build) == 2  # a commit clears it
+    finally:
+        base.close()

@@ -79,11 +79,17 @@ def _doc_vectors(kb: Any, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
     return dict(zip(present, vecs))
 
 
+def temporal_sequences(kb: Any) -> list[list[str]]:
+    """Every temporal group of `kb` with two or more members, as doc ids in order; cached per commit."""
+    return kb.memo("temporal_sequences",
+                   lambda: [docs for kind, _gid, docs in kb.store.groups() if kind == "temporal" and len(docs) >= 2])
+
+
 def recorded_changes(kb: Any) -> list[RecordedChange]:
     """Every recorded change in `kb` (module docstring); cached per commit."""
 
     def build() -> list[RecordedChange]:
-        sequences = [docs for kind, _gid, docs in kb.store.groups() if kind == "temporal" and len(docs) >= 2]
+        sequences = temporal_sequences(kb)
         members = sorted({d for docs in sequences for d in docs})
         if not members:
             return []
@@ -119,7 +125,7 @@ def change_by_analogy(kb: Any, question: str, items: Sequence[EvidenceItem], con
     rank = {}
     for n, item in enumerate(subject or items):
         rank.setdefault(item.doc_id, n)
-    sequences = [[d for d in docs if d in rank] for kind, _gid, docs in kb.store.groups() if kind == "temporal"]
+    sequences = [[d for d in docs if d in rank] for docs in temporal_sequences(kb)]
     sequences = [s for s in sequences if len(s) >= 2]
     if not sequences:
         return None
