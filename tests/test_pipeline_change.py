@@ -28,7 +28,8 @@ def kb(tmp_path_factory):
         ("T006", BLUE, YELLOW, f"Lake tile T006. {HEAD}: the lake dried out, exposing sand."),  # states its own change
     ]
     for tile, before, after, caption in tiles:
-        base.add_image(flat(before), doc_id=f"{tile}-d0", caption=f"Tile {tile}, first acquisition.", sequence=(tile, 0))
+        base.add_image(flat(before), doc_id=f"{tile}-d0", caption=f"Tile {tile}, first acquisition.",
+                       sequence=(tile, 0))
         base.add_image(flat(after), doc_id=f"{tile}-d1", caption=caption, sequence=(tile, 1))
     base.commit()
     yield base
@@ -42,9 +43,11 @@ def _items(kb, *doc_ids):
 
 def test_change_statements_are_class_level_sentences_that_state_a_change():
     # the head says it is a change; the same words alone do not
-    assert change_statement(f"Lake tile T001. {HEAD}: the lake dried out, exposing sand.") == "the lake dried out, exposing sand"
+    lake = "the lake dried out, exposing sand"
+    assert change_statement(f"Lake tile T001. {HEAD}: {lake}.") == lake
     assert change_statement("Lake tile T001. The lake dried out, exposing sand.") is None
-    assert change_statement(f"Tile T009. {HEAD}: new blocks were built on the edge.") == "new blocks were built on the edge"
+    built = "new blocks were built on the edge"
+    assert change_statement(f"Tile T009. {HEAD}: {built}.") == built
     assert change_statement("R1 changed from 10k to 22k, which raises the gain.") is None  # a value: one instance
     assert change_statement("Dense residential blocks.") is None
 

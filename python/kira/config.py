@@ -67,7 +67,7 @@ class HopConfig:
     multiview_decay: float = 0.7  # ... and its multiview set at 0.7x
     # kira's change-by-analogy reading (kira.pipeline.change; not in the papers):
     change_by_analogy: bool = True
-    change_min_share: float = 0.5  # a named sequence changed when its visual step >= 0.5 x the recorded changes' median step
+    change_min_share: float = 0.5  # a sequence changed if its visual step >= 0.5 x the median recorded change's
     analogy_min_cosine: float = 0.3  # ... and a recorded change is its analogue only if their steps' cosine >= 0.3
 
 

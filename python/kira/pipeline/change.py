@@ -34,7 +34,6 @@ from kira.reasoning.text_tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem
 
 
-
 @dataclass(frozen=True)
 class RecordedChange:
     """A consecutive temporal pair whose later document states a class-level change."""

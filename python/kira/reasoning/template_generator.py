@@ -29,12 +29,14 @@ generator answers with the *content the top evidence agrees on*:
    same). For questions that ask for no comparison, statements of change are one
    instance's history, not what the evidence shows, and are not chosen.
 4. A statement is worded as its sources agree: a content word that no more than 70% of
-   the (score-weighted) witnesses stating it use is left out (a witness is a document,
-   or a whole compound document: one patient's films, one place's acquisitions, vote
-   once) ("the left lower zone" and
+   the (score-weighted) witnesses stating it use is left out ("the left lower zone" and
    "the right lower zone" -> "the lower zone"), and a clause whose value the sources
-   disagree on is left out whole ("Rin = 2.2k" / "Rin = 10k"): the class-level statement,
-   not one instance's detail. Every word kept is a word of the evidence.
+   disagree on is left out whole ("Rin = 2.2k" / "Rin = 10k") unless the value is a
+   unitless reading, which becomes its range over the cited documents ("about
+   0.62-0.67"): the class-level statement, not one instance's detail. A witness is a
+   document, or a whole compound document (``provenance["compound"]``: one patient's
+   films, one place's acquisitions) that votes once for what all its documents state.
+   Every word kept is a word of the evidence.
 5. Near-duplicate sentences form one candidate; the best-supported is the first claim,
    and others follow while their score is >= `min_support_ratio` of the best (at
    most `max_claims`) if some document that states the first also states them (they
@@ -42,6 +44,11 @@ generator answers with the *content the top evidence agrees on*:
    function, not a rival reading) and do not restate a chosen claim (all of its words,
    or all of theirs, in the other: "RC pass filter" then "RC high-pass filter, R1 = 4.7k").
    Every claim cites the items that state it (best first).
+
+An item on path "analogy" (a recorded change of another sequence, lent by
+kira.pipeline.change to a comparison question whose subject states none) counts as
+evidence about the subject, is read only for its change statement, and its claim is
+worded "By analogy: ..."; what the subject's own documents state complements it.
 
 Before the answer it writes the reasoning trace: the evidence considered, what was set
 aside as metadata, each candidate's support and sources, what agrees and which
@@ -253,7 +260,8 @@ class _Candidate:
     relevance: float = 0.0  # share of the question's content stems it (or its head) contains
     reports_change: bool = False  # a comparison question and a statement of change new in some document
     history: bool = False  # a statement of change, and the question asks for no comparison
-    variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)  # (witness, doc id, stems) per wording
+    # (witness, doc id, stems) per wording
+    variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)
 
     @property
     def score(self) -> float:
