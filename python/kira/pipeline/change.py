@@ -70,9 +70,11 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def _doc_vectors(kb: Any, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
     index = kb.index("visual")
+    if index is None:
+        return {}
     chunk = kb.store.document_chunk_ids(doc_ids)
-    present = [d for d in doc_ids if d in chunk]
-    if index is None or not present:
+    present = [d for d in doc_ids if d in chunk and index.contains(int(chunk[d]))]  # a document without an image has none
+    if not present:
         return {}
     vecs = np.asarray(index.get_vectors(np.array([chunk[d] for d in present], dtype=np.int64)), dtype=np.float32)
     return dict(zip(present, vecs))
