@@ -284,3 +284,4 @@ def test_an_item_lent_by_analogy_gives_only_its_change_and_says_so() -> None:
                                           EvidencePack.from_items("q", [*own, lent]))
     assert [c.text for c in answer.claims] == ["By analogy: the forest was cleared for fields [Evidence 3].",
                                               "Lake land cover [Evidence 1, 2]."]
+    assert any(step.startswith("[Evidence 3] belong(s) to another sequence") for step in answer.reasoning)

@@ -491,6 +491,13 @@ class TemplateGenerator:
                 f"The question names {', '.join(sorted(subject_ids(question))).upper()}: answering from "
                 f"{format_citation(_numbers(subject))}, the evidence that names it; the rest is about other subjects."
             )
+        lent = [i for i in pool if ANALOGY_PATH in i.paths]
+        if lent:
+            trace.append(
+                f"{format_citation(_numbers(lent))} belong(s) to another sequence whose recorded change the subject's "
+                "images resemble (lent by analogy: the subject's own documents state no change); only its change "
+                "statement is used."
+            )
         candidates, metadata = self._candidates(question, pool)
         if metadata:
             trace.append("Set aside as bookkeeping (identifiers, dates, sizes): " + "; ".join(metadata[:6]) + ".")
