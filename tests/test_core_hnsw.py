@@ -82,14 +82,19 @@ def test_batch_threads_equal_single_queries(big):
 @pytest.mark.parametrize(("dtype", "minimum"), [("f16", 0.97), ("i8", 0.93)])
 def test_quantised_storage_recall(medium, dtype, minimum):
     ids, x, q, flat = medium
-    truth, truth_scores = flat.search(q, 10)
+    truth, _ = flat.search(q, 10)
     index = _core.HNSWIndex(64, M=16, ef_construction=100, dtype=dtype)
     index.add(ids, x)
     index.ef_search = 64
     found, scores = index.search(q, 10)
     assert index.dtype == dtype
     assert recall(found, truth) >= minimum
-    assert np.abs(scores[:, 0] - truth_scores[:, 0]).max() < (2e-3 if dtype == "f16" else 2.5e-2)
+    # quantisation error: each returned score against the exact cosine of the id it was returned with (comparing
+    # with the exact top-1 score instead mixed in the graph's occasional rank-1 miss, a flaky failure)
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    qu = q / np.linalg.norm(q, axis=1, keepdims=True)
+    exact = np.einsum("qkd,qd->qk", unit[(found - 1) // 3], qu)
+    assert np.abs(scores - exact).max() < (2e-3 if dtype == "f16" else 2.5e-2)
 
 
 def test_deterministic_for_a_seed_with_one_thread(medium, tmp_path):
