@@ -85,6 +85,12 @@ def test_ask_lends_the_change_from_multi_hop_on_and_says_it_is_by_analogy(kb):
     assert result.answer.text.startswith(f"By analogy: the lake dried out, exposing sand [Evidence {lent[0].number}]")
     assert "forest" not in result.answer.text.lower()  # an analogue lends its change, nothing else
     assert "T002-d0 -> T002-d1" in result.trace["change"]
+    import json
+
+    from kira.explain.render_json import validate
+
+    assert validate(json.loads(result.card.to_json())) == []  # the card holds the lent item and stays valid
+    assert "lent by analogy" in result.card.to_text() and "analogy" in result.card.to_html()
     assert not any("analogy" in i.paths for i in Kira(kb).ask(question, variant="query_expansion").evidence.items)
     off = dataclasses.replace(kb.config, hops=dataclasses.replace(kb.config.hops, change_by_analogy=False))
     assert "change" not in Kira(kb, config=off).ask(question, variant="multi_hop").trace
