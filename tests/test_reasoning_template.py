@@ -285,3 +285,17 @@ def test_an_item_lent_by_analogy_gives_only_its_change_and_says_so() -> None:
     assert [c.text for c in answer.claims] == ["By analogy: the forest was cleared for fields [Evidence 3].",
                                               "Lake land cover [Evidence 1, 2]."]
     assert any(step.startswith("[Evidence 3] belong(s) to another sequence") for step in answer.reasoning)
+
+
+def test_statements_that_differ_only_in_position_are_one_statement_worded_without_it() -> None:
+    """'Left pleural effusion' and 'Right pleural effusion' (Jaccard 2/4) are one statement at two places:
+    three patients on the left, two on the right, so the side is left out; 'Urban land cover' and 'Forest
+    land cover' differ in what, not where, and stay rivals."""
+    sides = ["left", "left", "left", "right", "right"]
+    items = [_film(f"P{n}", 1.0, f"{side.capitalize()} pleural effusion.", f"P{n}") for n, side in enumerate(sides)]
+    answer = TemplateGenerator(max_claims=1).generate("find effusions", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text == "Pleural effusion [Evidence 1, 2, 3, 4, 5]."
+    kinds = ["Urban", "Urban", "Urban", "Forest", "Forest"]
+    items = [_film(f"T{n}", 1.0, f"{kind} land cover.", f"T{n}") for n, kind in enumerate(kinds)]
+    answer = TemplateGenerator(max_claims=1).generate("what land cover?", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text == "Urban land cover [Evidence 1, 2, 3]."

@@ -17,9 +17,10 @@ generator answers with the *content the top evidence agrees on*:
    some items name it too, only those items are reasoned over: evidence about other
    subjects says nothing about this one (the trace says what was set aside).
 3. Each remaining sentence gets a support: the share of the score-weighted evidence that
-   states it too (a sentence of that item with stem Jaccard >= 0.65, values such as 10k
-   or 0.65 compared as one placeholder, so "Rf = 22k" and "Rf = 47k" state the same
-   thing), one vote per document at its best score, so many patches of one image don't
+   states it too (a sentence of that item with stem Jaccard >= 0.65 on words, values such
+   as 10k or 0.65 compared as one placeholder, so "Rf = 22k" and "Rf = 47k" state the
+   same thing; or one that differs only in position words, so "Left pleural effusion"
+   and "Right pleural effusion" do), one vote per document at its best score, so many patches of one image don't
    outvote several images. Documents that state only bookkeeping abstain: they count
    neither for nor against. Plus half the share of the question's content words it
    contains; plus 1 when the question asks for a comparison ("changed", "differ",
@@ -180,6 +181,20 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if wa or wb:
         a, b = wa, wb
     return len(a & b) / len(a | b) if a and b else 0.0
+
+
+POSITION_STEMS = frozenset({"left", "right", "upper", "lower", "anterior", "posterior", "north", "south", "east", "west"})
+"""Where a finding sits: two statements that differ only in these words are one statement at two places."""
+
+
+def _same_statement(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two sentence shapes state the same thing: stem Jaccard >= SAME_SENTENCE_JACCARD, or they
+    differ only in position words ("left lower lobe pneumonia" / "right lower lobe pneumonia") and share
+    at least two other words."""
+    if _jaccard(a, b) >= SAME_SENTENCE_JACCARD:
+        return True
+    differ = a ^ b
+    return bool(differ) and differ <= POSITION_STEMS and len(a & b) >= 2
 
 
 # p001, t003, s004, c011, 2019: names of a subject. Like _IDENTIFIER, a name has 3+ digits: R1, C12, U3 are parts.
@@ -381,7 +396,7 @@ class TemplateGenerator:
                     continue
                 shape = _shape(stems)
                 per_item.setdefault(item.number, []).append(shape)
-                match = next((c for c in candidates if _jaccard(c.stems, shape) >= SAME_SENTENCE_JACCARD), None)
+                match = next((c for c in candidates if _same_statement(c.stems, shape)), None)
                 if match is None:
                     match = _Candidate(sentence, shape, [item], context=stems | _stems(context))
                     candidates.append(match)
@@ -402,7 +417,7 @@ class TemplateGenerator:
             docs: dict[str, float] = {}
             witnesses: dict[str, float] = {}
             for item in items:
-                if any(_jaccard(cand.stems, s) >= SAME_SENTENCE_JACCARD for s in per_item.get(item.number, [])):
+                if any(_same_statement(cand.stems, s) for s in per_item.get(item.number, [])):
                     docs[item.doc_id] = max(docs.get(item.doc_id, 0.0), weights[item.number])
                     who = _witness(item)
                     witnesses[who] = max(witnesses.get(who, 0.0), weights[item.number])
