@@ -299,3 +299,20 @@ def test_statements_that_differ_only_in_position_are_one_statement_worded_withou
     items = [_film(f"T{n}", 1.0, f"{kind} land cover.", f"T{n}") for n, kind in enumerate(kinds)]
     answer = TemplateGenerator(max_claims=1).generate("what land cover?", EvidencePack.from_items("q", items))
     assert answer.claims[0].text == "Urban land cover [Evidence 1, 2, 3]."
+
+
+def test_a_comparison_is_answered_with_both_states_of_the_compared_document() -> None:
+    """'How was it revised?' is a comparison; the revision's own statement leads, and the earlier revision's
+    statement (another document of the same compound document) complements it instead of being a rival.
+    'Revised schematic' is a lead-in, not a claim."""
+    items = [_film("rc_rev1", 1.0, "Circuit schematic of an RC low-pass filter: 1k resistor, 100n capacitor.", "rc"),
+             _film("rc_rev2", 0.9, "Revised schematic: two-stage RC low-pass filter with ground.", "rc"),
+             _film("divider", 0.8, "Circuit schematic of a voltage divider: 9V battery and two 10k resistors.", None)]
+    answer = TemplateGenerator().generate("Show me a low-pass filter schematic and how it was revised",
+                                          EvidencePack.from_items("q", items))
+    texts = [c.text for c in answer.claims]
+    assert texts[0] == "Two-stage RC low-pass filter with ground [Evidence 2]."
+    assert texts[1].startswith("Circuit schematic of an RC low-pass filter [Evidence 1")
+    # not a comparison: the earlier revision is a rival reading, not a complement
+    answer = TemplateGenerator().generate("Show me a two-stage low-pass filter", EvidencePack.from_items("q", items))
+    assert not any("1k" in c.text or "RC low-pass filter [" in c.text for c in answer.claims[1:])

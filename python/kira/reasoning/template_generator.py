@@ -42,8 +42,10 @@ generator answers with the *content the top evidence agrees on*:
    and others follow while their score is >= `min_support_ratio` of the best (at
    most `max_claims`) if some document that states the first also states them (they
    complement it: findings and impression of one report, a circuit's type and its
-   function, not a rival reading) and do not restate a chosen claim (all of its words,
-   or all of theirs, in the other: "RC pass filter" then "RC high-pass filter, R1 = 4.7k").
+   function, not a rival reading) -- for a comparison question, some document of the
+   same compound document (the other state of what is compared: revision A next to
+   revision B) -- and do not restate a chosen claim (all of its words, or all of theirs,
+   in the other: "RC low-pass filter" then "RC low-pass filter, R1 = 4.7k").
    Every claim cites the items that state it (best first).
 
 An item on path "analogy" (a recorded change of another sequence, lent by
@@ -80,8 +82,8 @@ QUESTION_WORDS = frozenset(
 )
 """Words of a question that say how to ask rather than what about (ignored for question relevance)."""
 
-CHANGE_QUESTION_STEMS = frozenset({"chang", "differ", "compar", "between", "evolv", "progress"})
-"""Stems that make a question a comparison ("how has it changed?", "how does B differ from A?")."""
+CHANGE_QUESTION_STEMS = frozenset({"chang", "differ", "compar", "between", "evolv", "progress", "revis"})
+"""Stems that make a question a comparison ("how has it changed?", "how does B differ from A?", "how was it revised?")."""
 CHANGE_STATEMENT_STEMS = frozenset(
     {"chang", "increas", "decreas", "rais", "grew", "grown", "new", "built", "remov", "replac",
      "wors", "improv", "resolv", "progress", "unchang", "stabl", "harvest", "shrank", "expand"}
@@ -533,6 +535,7 @@ class TemplateGenerator:
         )
         top = candidates[0]
         chosen = [top]
+        comparison = bool({stem(t) for t in content_tokens(question)} & CHANGE_QUESTION_STEMS) and not _lent(top)
         top_docs = {i.doc_id for i in top.sources}
         if _lent(top):  # a lent change is complemented by what the subject's own documents state
             top_docs = {i.doc_id for i in pool if ANALOGY_PATH not in i.paths}
@@ -541,7 +544,9 @@ class TemplateGenerator:
                 break
             if _restates(cand, chosen):  # "RC pass filter" then "RC high-pass filter, R1 = 4.7k": one claim twice
                 continue
-            if top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
+            if comparison and {_witness(i) for i in top.sources} & {_witness(i) for i in cand.sources}:
+                chosen.append(cand)  # a comparison: another state of the same compound document complements it
+            elif top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
                 chosen.append(cand)
         agreeing = sorted({i.number for c in chosen for i in c.sources})
         if len(agreeing) > 1:
