@@ -542,7 +542,7 @@ class TemplateGenerator:
         for cand in candidates[1:]:
             if len(chosen) >= self.max_claims or cand.history or cand.score < self.min_support_ratio * top.score:
                 break
-            if _restates(cand, chosen):  # "RC pass filter" then "RC high-pass filter, R1 = 4.7k": one claim twice
+            if _restates(cand, chosen):  # "RC low-pass filter" then "RC low-pass filter, R1 = 4.7k": one claim twice
                 continue
             if comparison and {_witness(i) for i in top.sources} & {_witness(i) for i in cand.sources}:
                 chosen.append(cand)  # a comparison: another state of the same compound document complements it
