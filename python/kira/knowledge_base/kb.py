@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from kira.knowledge_base.store import DocumentRow, Store
 from kira.knowledge_base.vectors import RepairReport, VectorSpaces, write_json_atomic
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CONFIG_FILE = "config.json"
 LOCK_FILE = "writer.lock"
@@ -561,7 +562,7 @@ class KnowledgeBase:
             self._caches["partners"] = {d: frozenset(p) for d, p in partners.items()}
         return self._caches["partners"]
 
-    def memo(self, key: str, build: Any) -> Any:
+    def memo(self, key: str, build: Callable[[], T]) -> T:
         """`build()`'s value, computed once per commit and kept until the next (for derived
         views of the stored contents that readers such as kira.pipeline.change need)."""
         key = f"memo:{key}"
@@ -575,7 +576,7 @@ class KnowledgeBase:
         Groups that share a document are one compound document (a patient's follow-ups and
         views); its key is the smallest member doc id. Documents in no group are absent.
         """
-        if "compound_of" not in self._caches:
+        def build() -> dict[str, str]:
             parent: dict[str, str] = {}
 
             def root(d: str) -> str:
@@ -585,16 +586,15 @@ class KnowledgeBase:
                 return d
 
             for _kind, _gid, docs in self.store.groups():
-                if len(docs) < 2:
-                    continue
-                for d in docs:
+                for d in docs if len(docs) >= 2 else ():
                     parent.setdefault(d, d)
                 for d in docs[1:]:
                     a, b = root(docs[0]), root(d)
                     if a != b:
                         parent[max(a, b)] = min(a, b)
-            self._caches["compound_of"] = {d: root(d) for d in parent}
-        return self._caches["compound_of"]
+            return {d: root(d) for d in parent}
+
+        return self.memo("compound_of", build)
 
     def lexical(self) -> Any:
         """The `kira.knowledge_base.lexical.LexicalIndex` over document and passage chunks (cached per commit).

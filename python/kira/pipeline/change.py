@@ -28,9 +28,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from kira.config import KiraConfig
-from kira.reasoning.template_generator import (ANALOGY_PATH, CHANGE_QUESTION_STEMS, sentences_of,
-                                               states_class_change, subject_items, text_of)
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.reasoning.template_generator import (ANALOGY_PATH, is_comparison, sentences_of, states_class_change,
+                                               subject_items, text_of)
 from kira.reasoning.types import EvidenceItem
 
 
@@ -112,10 +111,6 @@ def recorded_changes(kb: Any) -> list[RecordedChange]:
         return out
 
     return kb.memo("recorded_changes", build)
-
-
-def is_comparison(question: str) -> bool:
-    return bool({stem(t) for t in content_tokens(question)} & CHANGE_QUESTION_STEMS)
 
 
 def change_by_analogy(kb: Any, question: str, items: Sequence[EvidenceItem], config: KiraConfig) -> Analogy | None:

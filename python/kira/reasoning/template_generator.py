@@ -84,6 +84,11 @@ QUESTION_WORDS = frozenset(
 
 CHANGE_QUESTION_STEMS = frozenset({"chang", "differ", "compar", "between", "evolv", "progress", "revis"})
 """Stems that make a question a comparison ("how has it changed?", "how does B differ from A?", "how was it revised?")."""
+
+
+def is_comparison(question: str) -> bool:
+    """Whether `question` asks for a comparison (one of CHANGE_QUESTION_STEMS among its words)."""
+    return bool({stem(t) for t in content_tokens(question)} & CHANGE_QUESTION_STEMS)
 CHANGE_STATEMENT_STEMS = frozenset(
     {"chang", "increas", "decreas", "rais", "grew", "grown", "new", "built", "remov", "replac",
      "wors", "improv", "resolv", "progress", "unchang", "stabl", "harvest", "shrank", "expand"}
@@ -414,7 +419,7 @@ class TemplateGenerator:
                 content_docs[item.doc_id] = max(content_docs.get(item.doc_id, 0.0), weights[item.number])
         total = sum(content_docs.values()) or 1.0
         q_stems = frozenset(stem(t) for t in content_tokens(question) if t not in QUESTION_WORDS)
-        comparison = bool(q_stems & CHANGE_QUESTION_STEMS)
+        comparison = is_comparison(question)
         for cand in candidates:
             docs: dict[str, float] = {}
             witnesses: dict[str, float] = {}
@@ -535,7 +540,7 @@ class TemplateGenerator:
         )
         top = candidates[0]
         chosen = [top]
-        comparison = bool({stem(t) for t in content_tokens(question)} & CHANGE_QUESTION_STEMS) and not _lent(top)
+        comparison = is_comparison(question) and not _lent(top)
         top_docs = {i.doc_id for i in top.sources}
         if _lent(top):  # a lent change is complemented by what the subject's own documents state
             top_docs = {i.doc_id for i in pool if ANALOGY_PATH not in i.paths}
