@@ -28,3 +28,11 @@ def test_unknown_keys_are_named():
         KiraConfig.from_dict({"bogus": {}})
     with pytest.raises(ValueError, match="betta"):
         KiraConfig.from_dict({"hops": {"betta": 1}})
+
+
+def test_retired_fields_of_older_knowledge_bases_are_ignored():
+    from kira.config import RETIRED_FIELDS
+
+    assert ("retrieval", "text_overfetch") in RETIRED_FIELDS
+    loaded = KiraConfig.from_dict({"retrieval": {"text_overfetch": 4, "candidates": 30}})
+    assert loaded.retrieval.candidates == 30 and not hasattr(loaded.retrieval, "text_overfetch")

@@ -195,6 +195,14 @@ def test_text_rankings_keep_at_most_two_chunks_per_document(kb):
     assert len(one_docs) == len(set(one_docs)) == len(COLOURS) * 2
 
 
+def test_document_groups_label_every_chunk_with_its_document_chunk(kb):
+    chunks = kb.level_ids(["document", "region", "patch"])
+    groups = kb.document_groups()
+    assert len(groups) == len(chunks)
+    np.testing.assert_array_equal(groups.group_of(chunks), kb.document_chunk_of(chunks))
+    assert kb.document_groups() is groups  # cached until the next commit
+
+
 def test_bridge_mapped_question_ranks_at_the_bridge_scale(kb):
     from kira.pipeline.query import QueryVectors, visual_rankings
 

@@ -15,6 +15,7 @@
 #include "bindings.hpp"
 #include "kira/dispatch.hpp"
 #include "kira/flat_index.hpp"
+#include "kira/groups.hpp"
 #include "kira/hnsw_index.hpp"
 #include "kira/index_file.hpp"
 
@@ -106,19 +107,22 @@ std::string as_path(const py::object& path) {
 
 template <class Index>
 py::tuple search_impl(const Index& index, const py::object& queries, py::ssize_t k, const py::object& allow,
+                      const std::shared_ptr<GroupMap>& groups, py::ssize_t per_group,
                       const std::optional<py::ssize_t>& threads) {
   const std::size_t kk = as_k(k);
   const std::size_t t = as_threads(threads);
   Rows q = as_rows(queries, index.dim(), "queries", true);
   std::optional<IdFilter> filter;
   if (!allow.is_none()) filter.emplace(as_ids(allow, "allow"));
+  if (per_group < 1) bad("per_group must be a positive integer, got " + std::to_string(per_group));
+  const GroupLimit limit{groups.get(), static_cast<std::size_t>(per_group)};
   py::array_t<id_t> ids({static_cast<py::ssize_t>(q.n), static_cast<py::ssize_t>(kk)});
   py::array_t<float> scores({static_cast<py::ssize_t>(q.n), static_cast<py::ssize_t>(kk)});
   id_t* ip = ids.mutable_data();
   float* sp = scores.mutable_data();
   {
     py::gil_scoped_release release;
-    index.search(q.data, q.n, kk, filter ? &*filter : nullptr, t, ip, sp);
+    index.search(q.data, q.n, kk, filter ? &*filter : nullptr, groups ? &limit : nullptr, t, ip, sp);
   }
   return py::make_tuple(ids, scores);
 }
@@ -166,11 +170,14 @@ void bind_common(Class& cls, const char* name) {
           "Raises ValueError, leaving the index unchanged, if an id is not present or is repeated.\n"
           "Thread safety: exclusive; waits for running searches and blocks new ones. GIL released.");
   cls.def("search", &search_impl<Index>, "queries"_a, "k"_a, py::kw_only(), "allow"_a = py::none(),
-          "threads"_a = py::none(),
+          "groups"_a = py::none(), "per_group"_a = 1, "threads"_a = py::none(),
           "Top-k cosine search.\n\n"
           "queries: float32 C-contiguous (m, dim) or (dim,) (m = 1); normalised here, not in place.\n"
           "k: results per query, >= 1.\n"
           "allow: optional int64 ids; only these ids may be returned (unknown ids are ignored).\n"
+          "groups: optional GroupMap; then at most per_group (>= 1) results of one group come\n"
+          "back, the best of each (FlatIndex: exactly the top k under that cap), so fewer than\n"
+          "k may return when few groups exist. Ids the map does not label are each their own group.\n"
           "threads: worker threads for the batch (None = all cores).\n"
           "Returns (ids int64 (m, k), scores float32 (m, k)) best first, ties to the smaller id,\n"
           "padded with id -1 and score -inf when fewer than k results exist.\n"
@@ -220,6 +227,33 @@ void bind_indexes(py::module_& m) {
       PyErr_SetString(e.errno_value == ENOENT ? PyExc_FileNotFoundError : PyExc_OSError, e.what());
     }
   });
+
+  py::class_<GroupMap, std::shared_ptr<GroupMap>>(
+      m, "GroupMap",
+      "Labels ids with groups for a capped search: index.search(q, k, groups=g, per_group=2)\n"
+      "returns at most 2 results of any one group (e.g. chunks of one document).\n\n"
+      "GroupMap(ids, groups): int64 1-d arrays of equal length, both non-negative; an id given\n"
+      "twice raises ValueError. Immutable; safe to share between threads and searches.")
+      .def(py::init([](const py::object& ids_obj, const py::object& groups_obj) {
+             const std::vector<id_t> ids = as_ids(ids_obj, "ids");
+             const std::vector<id_t> groups = as_ids(groups_obj, "groups");
+             if (ids.size() != groups.size())
+               bad(std::to_string(ids.size()) + " ids but " + std::to_string(groups.size()) +
+                   " groups; pass one group per id");
+             return std::make_shared<GroupMap>(ids.data(), groups.data(), ids.size());
+           }),
+           "ids"_a, "groups"_a)
+      .def("__len__", &GroupMap::size, "Number of labelled ids.")
+      .def(
+          "group_of",
+          [](const GroupMap& map, const py::object& ids_obj) {
+            const std::vector<id_t> ids = as_ids(ids_obj, "ids");
+            py::array_t<id_t> out(static_cast<py::ssize_t>(ids.size()));
+            id_t* op = out.mutable_data();
+            for (std::size_t i = 0; i < ids.size(); ++i) op[i] = map.group(ids[i]);
+            return out;
+          },
+          "ids"_a, "Group of each id, int64; an unlabelled id gets -1 - id (a group of its own).");
 
   m.def("simd_level", [] { return std::string(simd_level()); },
         "Kernel set chosen at run time for this CPU: \"avx512\", \"avx2\" or \"scalar\".\n"

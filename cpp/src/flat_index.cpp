@@ -90,21 +90,22 @@ void FlatIndex::remove(const id_t* ids, std::size_t n) {
 }
 
 void FlatIndex::search(const float* queries, std::size_t m, std::size_t k, const IdFilter* allow,
-                       std::size_t threads, id_t* out_ids, float* out_scores) const {
+                       const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const {
   if (k == 0) throw std::invalid_argument("k must be at least 1");
   std::vector<float> units(m * dim_);
   normalize_rows(queries, m, dim_, units.data(), "queries");
   std::shared_lock lock(mutex_);
-  search_locked(units.data(), m, k, allow, threads, out_ids, out_scores);
+  search_locked(units.data(), m, k, allow, groups, threads, out_ids, out_scores);
 }
 
 void FlatIndex::search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids,
                            float* scores) const {
-  search(query, 1, k, allow, 1, ids, scores);
+  search(query, 1, k, allow, nullptr, 1, ids, scores);
 }
 
 void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, const IdFilter* allow,
-                              std::size_t threads, id_t* out_ids, float* out_scores) const {
+                              const GroupLimit* groups, std::size_t threads, id_t* out_ids,
+                              float* out_scores) const {
   const std::size_t n = slot_ids_.size();
   const std::size_t d = dim_;
   const id_t* slot_ids = slot_ids_.data();
@@ -122,7 +123,7 @@ void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, cons
     parallel_for(m, work_threads, 1, [&](std::size_t q0, std::size_t q1, std::size_t) {
       for (std::size_t q = q0; q < q1; ++q) {
         QueryCode code(store_, Q + q * d);
-        TopK top(k);
+        TopK top(k, groups);
         for (std::size_t s : slots) top.push(code.score(s), slot_ids[s]);
         top.write(out_ids + q * k, out_scores + q * k);
       }
@@ -190,7 +191,7 @@ void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, cons
     // One thread, queries in chunks.
     for (std::size_t q0 = 0; q0 < m; q0 += 256) {
       const std::size_t q1 = std::min(m, q0 + 256);
-      std::vector<TopK> tops(q1 - q0, TopK(k));
+      std::vector<TopK> tops(q1 - q0, TopK(k, groups));
       run(q0, q1, 0, n, tops);
       for (std::size_t q = q0; q < q1; ++q) tops[q - q0].write(out_ids + q * k, out_scores + q * k);
     }
@@ -200,7 +201,7 @@ void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, cons
     // Many queries: spread query chunks over threads; each chunk streams all rows once.
     const std::size_t chunk = std::min<std::size_t>(256, ((m + threads - 1) / threads + 3) & ~std::size_t{3});
     parallel_for(m, threads, chunk, [&](std::size_t q0, std::size_t q1, std::size_t) {
-      std::vector<TopK> tops(q1 - q0, TopK(k));
+      std::vector<TopK> tops(q1 - q0, TopK(k, groups));
       run(q0, q1, 0, n, tops);
       for (std::size_t q = q0; q < q1; ++q) tops[q - q0].write(out_ids + q * k, out_scores + q * k);
     });
@@ -209,7 +210,7 @@ void FlatIndex::search_locked(const float* Q, std::size_t m, std::size_t k, cons
   // Few queries: split the rows over threads, merge the per-thread top-k.
   const std::size_t parts = std::min(threads, (n + block - 1) / block);
   const std::size_t per = ((n + parts - 1) / parts + block - 1) / block * block;
-  std::vector<std::vector<TopK>> partial(parts, std::vector<TopK>(m, TopK(k)));
+  std::vector<std::vector<TopK>> partial(parts, std::vector<TopK>(m, TopK(k, groups)));
   parallel_for(parts, parts, 1, [&](std::size_t p0, std::size_t p1, std::size_t) {
     for (std::size_t p = p0; p < p1; ++p) {
       const std::size_t r0 = std::min(n, p * per), r1 = std::min(n, (p + 1) * per);

@@ -151,21 +151,54 @@ std::uint32_t HNSWIndex::greedy(const QueryCode& q, std::uint32_t ep, float& ep_
 
 template <bool Locked>
 void HNSWIndex::search_layer(const QueryCode& q, std::uint32_t ep, float ep_score, std::size_t ef, int level,
-                             const std::uint8_t* allowed, VisitedList& visited, std::vector<Scored>& out) const {
+                             const std::uint8_t* allowed, const GroupLimit* groups, VisitedList& visited,
+                             std::vector<Scored>& out) const {
   // allowed: per node, 1 if it may enter the results (null = every node).
+  // groups: at most groups->per_group results of one group (null = no cap).
   // Two binary heaps: candidates (best on top) and results (worst on top, at most ef).
   std::vector<Scored> candidates, results;
   candidates.reserve(4 * ef + 64);
   results.reserve(ef + 1);
   const BestOnTop best_on_top;
   const WorstOnTop worst_on_top;
-  const bool filtered = allowed != nullptr;
+  const bool filtered = allowed != nullptr || groups != nullptr;  // results may stay short of ef
+  std::unordered_map<id_t, std::size_t> members;  // with groups: group -> results it holds
+  auto group_of = [&](std::uint32_t node) { return groups->map->group(node_ids_[node]); };
+  // Adds (s, node) to results, under the group cap: a candidate whose group is full may
+  // only replace that group's worst result.
+  auto admit = [&](float s, std::uint32_t node) {
+    if (!groups) {
+      results.emplace_back(s, node);
+      std::push_heap(results.begin(), results.end(), worst_on_top);
+    } else {
+      const id_t g = group_of(node);
+      std::size_t& held = members[g];
+      if (held >= groups->per_group) {
+        std::size_t worst = results.size();
+        for (std::size_t i = 0; i < results.size(); ++i)
+          if (group_of(results[i].second) == g && (worst == results.size() || results[i].first < results[worst].first))
+            worst = i;
+        if (!(s > results[worst].first)) return;
+        results[worst] = Scored(s, node);
+        std::make_heap(results.begin(), results.end(), worst_on_top);
+        return;
+      }
+      ++held;
+      results.emplace_back(s, node);
+      std::push_heap(results.begin(), results.end(), worst_on_top);
+    }
+    if (results.size() > ef) {
+      std::pop_heap(results.begin(), results.end(), worst_on_top);
+      if (groups) --members[group_of(results.back().second)];
+      results.pop_back();
+    }
+  };
   visited.reset(level_.size());
   visited.visit(ep);
   candidates.emplace_back(ep_score, ep);
   float bound = -std::numeric_limits<float>::infinity();
-  if (!filtered || allowed[ep]) {
-    results.emplace_back(ep_score, ep);
+  if (!allowed || allowed[ep]) {
+    admit(ep_score, ep);
     bound = ep_score;
   }
   LinkCopy copy;
@@ -197,13 +230,8 @@ void HNSWIndex::search_layer(const QueryCode& q, std::uint32_t ep, float ep_scor
       if (results.size() < ef || s > bound) {
         candidates.emplace_back(s, nb);
         std::push_heap(candidates.begin(), candidates.end(), best_on_top);
-        if (!filtered || allowed[nb]) {
-          results.emplace_back(s, nb);
-          std::push_heap(results.begin(), results.end(), worst_on_top);
-          if (results.size() > ef) {
-            std::pop_heap(results.begin(), results.end(), worst_on_top);
-            results.pop_back();
-          }
+        if (!allowed || allowed[nb]) {
+          admit(s, nb);
           bound = results.front().first;
         }
       }
@@ -275,9 +303,9 @@ void HNSWIndex::insert(std::uint32_t node, const float* unit, VisitedList& visit
   std::vector<float> scratch;
   for (int l = std::min(level, top); l >= 0; --l) {
     if (parallel_insert_) {
-      search_layer<true>(q, ep, ep_score, params_.ef_construction, l, nullptr, visited, found);
+      search_layer<true>(q, ep, ep_score, params_.ef_construction, l, nullptr, nullptr, visited, found);
     } else {
-      search_layer<false>(q, ep, ep_score, params_.ef_construction, l, nullptr, visited, found);
+      search_layer<false>(q, ep, ep_score, params_.ef_construction, l, nullptr, nullptr, visited, found);
     }
     chosen = found;
     select_neighbors(chosen, params_.M, scratch);
@@ -373,23 +401,23 @@ void HNSWIndex::remove(const id_t* ids, std::size_t n) {
   }
 }
 
-void HNSWIndex::search_locked(const float* unit, std::size_t k, const std::uint8_t* allowed, VisitedList& visited,
-                              id_t* out_ids, float* out_scores) const {
-  TopK top(k);
+void HNSWIndex::search_locked(const float* unit, std::size_t k, const std::uint8_t* allowed,
+                              const GroupLimit* groups, VisitedList& visited, id_t* out_ids, float* out_scores) const {
+  TopK top(k, groups);
   if (max_level_ >= 0) {
     const QueryCode q(store_, unit);
     std::uint32_t ep = entry_;
     float ep_score = q.score(ep);
     ep = greedy<false>(q, ep, ep_score, max_level_, 0);
     std::vector<Scored> found;
-    search_layer<false>(q, ep, ep_score, std::max(ef_search(), k), 0, allowed, visited, found);
+    search_layer<false>(q, ep, ep_score, std::max(ef_search(), k), 0, allowed, groups, visited, found);
     for (const Scored& s : found) top.push(s.first, node_ids_[s.second]);
   }
   top.write(out_ids, out_scores);
 }
 
 void HNSWIndex::search(const float* queries, std::size_t m, std::size_t k, const IdFilter* allow,
-                       std::size_t threads, id_t* out_ids, float* out_scores) const {
+                       const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const {
   if (k == 0) throw std::invalid_argument("k must be at least 1");
   std::vector<float> units(m * dim_);
   normalize_rows(queries, m, dim_, units.data(), "queries");
@@ -407,7 +435,7 @@ void HNSWIndex::search(const float* queries, std::size_t m, std::size_t k, const
     parallel_for(m, workers, 4, [&](std::size_t b, std::size_t e, std::size_t) {
       for (std::size_t j = b; j < e; ++j) {
         const QueryCode q(store_, units.data() + j * dim_);
-        TopK top(k);
+        TopK top(k, groups);
         for (std::size_t s : slots) top.push(q.score(s), node_ids_[s]);
         top.write(out_ids + j * k, out_scores + j * k);
       }
@@ -431,13 +459,13 @@ void HNSWIndex::search(const float* queries, std::size_t m, std::size_t k, const
   parallel_for(m, workers, 4, [&](std::size_t b, std::size_t e, std::size_t) {
     auto visited = visited_->acquire();
     for (std::size_t j = b; j < e; ++j)
-      search_locked(units.data() + j * dim_, k, allowed, *visited, out_ids + j * k, out_scores + j * k);
+      search_locked(units.data() + j * dim_, k, allowed, groups, *visited, out_ids + j * k, out_scores + j * k);
     visited_->release(std::move(visited));
   });
 }
 
 void HNSWIndex::search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids, float* scores) const {
-  search(query, 1, k, allow, 1, ids, scores);
+  search(query, 1, k, allow, nullptr, 1, ids, scores);
 }
 
 bool HNSWIndex::reconstruct(id_t id, float* out) const {

@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+class GroupMap:
+    """id -> group labels for a capped search (`search(..., groups=g, per_group=2)`)."""
+
+    def __init__(self, ids: npt.ArrayLike, groups: npt.ArrayLike) -> None: ...
+    def __len__(self) -> int: ...
+    def group_of(self, ids: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Group of each id; an unlabelled id gets -1 - id (a group of its own)."""
+
 class CosineIndex:
     """Base class of FlatIndex and HNSWIndex; not constructible."""
 
@@ -29,9 +37,12 @@ class FlatIndex(CosineIndex):
         k: int,
         *,
         allow: npt.ArrayLike | None = None,
+        groups: GroupMap | None = None,
+        per_group: int = 1,
         threads: int | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(ids (m, k), scores (m, k)) best first, padded with -1 / -inf; thread-safe."""
+        """(ids (m, k), scores (m, k)) best first, padded with -1 / -inf; with groups at most
+        per_group results of one group; thread-safe."""
     def __len__(self) -> int: ...
     @property
     def dim(self) -> int: ...
@@ -72,9 +83,12 @@ class HNSWIndex(CosineIndex):
         k: int,
         *,
         allow: npt.ArrayLike | None = None,
+        groups: GroupMap | None = None,
+        per_group: int = 1,
         threads: int | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """(ids (m, k), scores (m, k)) best first, padded with -1 / -inf; thread-safe."""
+        """(ids (m, k), scores (m, k)) best first, padded with -1 / -inf; with groups at most
+        per_group results of one group; thread-safe."""
     ef_search: int
     @property
     def M(self) -> int: ...

@@ -52,8 +52,7 @@ class RetrievalConfig:
     feedback_min_score: float = 0.5  # ... drawn from the BM25 matches scoring >= 0.5 x the best
     feedback_weight_scale: float = 2.0  # ... ranking at visual_weight * 2.0: a mean of relevant documents is the surest visual query
     named_feedback_weight_scale: float = 4.0  # ... times 4 when the mean is of the documents the question names (the subject itself)
-    text_overfetch: int = 4  # path B's dense search fetches 4 x candidates before the per-document cut
-    text_chunks_per_document: int = 2  # ... and keeps at most 2 chunks of any one document (regions repeat its caption)
+    text_chunks_per_document: int = 2  # path B's dense search returns at most 2 chunks of one document (regions repeat its caption)
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ class KiraConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> KiraConfig:
-        """Inverse of `to_dict`. Unknown keys raise ValueError naming them."""
+        """Inverse of `to_dict`. Unknown keys raise ValueError naming them; `RETIRED_FIELDS` are ignored."""
         sections = {f.name: f for f in dataclasses.fields(cls)}
         unknown = set(data) - set(sections)
         if unknown:
@@ -137,6 +136,7 @@ class KiraConfig:
                 kwargs[name] = value
                 continue
             known = {f.name for f in dataclasses.fields(section_type)}
+            value = {k: v for k, v in value.items() if (name, k) not in RETIRED_FIELDS}
             bad = set(value) - known
             if bad:
                 raise ValueError(f"unknown fields in KiraConfig.{name}: {sorted(bad)}")
@@ -147,6 +147,11 @@ class KiraConfig:
     def from_json(cls, text: str) -> KiraConfig:
         return cls.from_dict(json.loads(text))
 
+
+RETIRED_FIELDS: dict[tuple[str, str], str] = {
+    ("retrieval", "text_overfetch"): "path B's search caps chunks per document itself (kira._core.GroupMap)",
+}
+"""Fields older knowledge bases may hold in config.json that no longer exist; ignored on load."""
 
 _SECTION_TYPES: dict[str, type] = {
     "chunking": ChunkingConfig,

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kira/groups.hpp"
 #include "kira/index.hpp"
 #include "kira/vector_store.hpp"
 
@@ -34,9 +35,10 @@ class FlatIndex final : public CosineIndex {
   // repeated id.
   void remove(const id_t* ids, std::size_t n);
   // Top-k for m row-major queries (normalised here): out_ids / out_scores are m x k,
-  // best first, padded with -1 / -inf. allow may be null. threads: 0 = all cores.
+  // best first, padded with -1 / -inf. allow and groups (a per-group cap) may be null.
+  // threads: 0 = all cores.
   void search(const float* queries, std::size_t m, std::size_t k, const IdFilter* allow,
-              std::size_t threads, id_t* out_ids, float* out_scores) const;
+              const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const;
 
   void search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids,
                   float* scores) const override;
@@ -53,7 +55,7 @@ class FlatIndex final : public CosineIndex {
 
  private:
   void search_locked(const float* units, std::size_t m, std::size_t k, const IdFilter* allow,
-                     std::size_t threads, id_t* out_ids, float* out_scores) const;
+                     const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const;
 
   std::size_t dim_;
   Dtype dtype_;

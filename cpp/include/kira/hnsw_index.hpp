@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "kira/groups.hpp"
 #include "kira/index.hpp"
 #include "kira/vector_store.hpp"
 
@@ -55,9 +56,11 @@ class HNSWIndex final : public CosineIndex {
   void remove(const id_t* ids, std::size_t n);
   // Top-k with candidate list max(ef_search, k). With allow, an allow set of at most
   // max(1024, size / 10) live ids is searched exactly; a larger one filters the graph
-  // search (only allowed ids enter the result list).
+  // search (only allowed ids enter the result list). With groups, at most per_group
+  // results of one group enter the candidate list, so k results from k / per_group groups
+  // or more come back without raising ef.
   void search(const float* queries, std::size_t m, std::size_t k, const IdFilter* allow,
-              std::size_t threads, id_t* out_ids, float* out_scores) const;
+              const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const;
 
   void search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids,
                   float* scores) const override;
@@ -83,13 +86,14 @@ class HNSWIndex final : public CosineIndex {
   std::uint32_t greedy(const QueryCode& q, std::uint32_t ep, float& ep_score, int from, int to) const;
   template <bool Locked>
   void search_layer(const QueryCode& q, std::uint32_t ep, float ep_score, std::size_t ef, int level,
-                    const std::uint8_t* allowed, VisitedList& visited, std::vector<Scored>& out) const;
+                    const std::uint8_t* allowed, const GroupLimit* groups, VisitedList& visited,
+                    std::vector<Scored>& out) const;
   // Keeps at most m of candidates (sorted best first) by the HNSW heuristic.
   void select_neighbors(std::vector<Scored>& candidates, std::size_t m, std::vector<float>& scratch) const;
   void insert(std::uint32_t node, const float* unit, VisitedList& visited);
   void write_links(std::uint32_t node, int level, std::vector<Scored>& chosen, std::vector<float>& scratch);
-  void search_locked(const float* unit, std::size_t k, const std::uint8_t* allowed, VisitedList& visited,
-                     id_t* out_ids, float* out_scores) const;
+  void search_locked(const float* unit, std::size_t k, const std::uint8_t* allowed, const GroupLimit* groups,
+                     VisitedList& visited, id_t* out_ids, float* out_scores) const;
 
   std::size_t dim_;
   Dtype dtype_;

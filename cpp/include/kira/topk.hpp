@@ -9,28 +9,43 @@
 #include <utility>
 #include <vector>
 
+#include "kira/groups.hpp"
 #include "kira/index.hpp"
 
 namespace kira {
 
 class TopK {
  public:
-  explicit TopK(std::size_t k) : k_(k) { heap_.reserve(k); }
+  // limit: optional per-group cap. The result is then the best k candidates of which no
+  // group holds more than limit->per_group (a candidate counts only when fewer than
+  // per_group better candidates of its group were pushed). The map must outlive the TopK.
+  explicit TopK(std::size_t k, const GroupLimit* limit = nullptr) : k_(k), limit_(limit) { heap_.reserve(k); }
 
   // Score a candidate must beat to enter (-inf until k are held).
   float threshold() const {
-    return heap_.size() < k_ ? -std::numeric_limits<float>::infinity() : heap_.front().first;
+    return heap_.size() < k_ ? -std::numeric_limits<float>::infinity() : heap_.front().score;
   }
 
   void push(float score, id_t id) {
     if (k_ == 0) return;
-    if (heap_.size() < k_) {
-      heap_.emplace_back(score, id);
-      std::push_heap(heap_.begin(), heap_.end(), worse_on_top);
-    } else if (better(score, id, heap_.front().first, heap_.front().second)) {
-      std::pop_heap(heap_.begin(), heap_.end(), worse_on_top);
-      heap_.back() = {score, id};
-      std::push_heap(heap_.begin(), heap_.end(), worse_on_top);
+    const bool full = heap_.size() >= k_;
+    if (full && !better(score, id, heap_.front().score, heap_.front().id)) return;
+    if (!limit_) {
+      insert({score, id, 0}, full);
+      return;
+    }
+    const id_t group = limit_->map->group(id);
+    std::size_t members = 0, worst = 0;
+    for (std::size_t i = 0; i < heap_.size(); ++i) {
+      if (heap_[i].group != group) continue;
+      if (members++ == 0 || worse_on_top(heap_[worst], heap_[i])) worst = i;
+    }
+    if (members < limit_->per_group) {
+      insert({score, id, group}, full);
+    } else if (better(score, id, heap_[worst].score, heap_[worst].id)) {
+      // The group is at its cap: the candidate can only take its worst member's place.
+      heap_[worst] = {score, id, group};
+      std::make_heap(heap_.begin(), heap_.end(), worse_on_top);
     }
   }
 
@@ -47,8 +62,9 @@ class TopK {
     }
   }
 
+  // Adds another TopK's results (same k and limit): top-k of the union of both inputs.
   void merge(const TopK& other) {
-    for (const auto& e : other.heap_) push(e.first, e.second);
+    for (const auto& e : other.heap_) push(e.score, e.id);
   }
 
   // Writes k results best first, padded with id -1 and score -inf.
@@ -56,8 +72,8 @@ class TopK {
     std::sort_heap(heap_.begin(), heap_.end(), worse_on_top);  // best first
     std::size_t i = 0;
     for (; i < heap_.size(); ++i) {
-      ids[i] = heap_[i].second;
-      scores[i] = heap_[i].first;
+      ids[i] = heap_[i].id;
+      scores[i] = heap_[i].score;
     }
     for (; i < k_; ++i) {
       ids[i] = -1;
@@ -68,14 +84,28 @@ class TopK {
   std::size_t size() const { return heap_.size(); }
 
  private:
+  struct Entry {
+    float score;
+    id_t id;
+    id_t group;  // with a limit only
+  };
   static bool better(float sa, id_t ia, float sb, id_t ib) { return sa > sb || (sa == sb && ia < ib); }
   // Heap comparator: "a is better than b" puts the worst element on top.
-  static bool worse_on_top(const std::pair<float, id_t>& a, const std::pair<float, id_t>& b) {
-    return better(a.first, a.second, b.first, b.second);
+  static bool worse_on_top(const Entry& a, const Entry& b) { return better(a.score, a.id, b.score, b.id); }
+
+  void insert(const Entry& e, bool full) {
+    if (full) {
+      std::pop_heap(heap_.begin(), heap_.end(), worse_on_top);
+      heap_.back() = e;
+    } else {
+      heap_.push_back(e);
+    }
+    std::push_heap(heap_.begin(), heap_.end(), worse_on_top);
   }
 
   std::size_t k_;
-  std::vector<std::pair<float, id_t>> heap_;
+  const GroupLimit* limit_;
+  std::vector<Entry> heap_;
 };
 
 }  // namespace kira

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from kira import _core
 from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
 from kira.knowledge_base.chunker import LEVELS, ImagePlan, describe, plan_image
@@ -617,17 +618,28 @@ class KnowledgeBase:
             self._caches["lexical"] = LexicalIndex.build([r[0] for r in rows], texts)
         return self._caches["lexical"]
 
-    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
-        """The document-level chunk id of each chunk id (-1 for unknown ids); an in-memory map cached per commit."""
-        if "doc_chunk_map" not in self._caches:
+    def _document_chunk_map(self) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids ascending, their document chunk ids), cached per commit."""
+        def build() -> tuple[np.ndarray, np.ndarray]:
             rows = self.store.conn.execute(
                 "SELECT c.id, d.id FROM chunks c JOIN chunks d ON d.doc_id = c.doc_id AND d.level = 'document' "
                 "ORDER BY c.id"
             ).fetchall()
-            keys = np.array([r[0] for r in rows], dtype=np.int64)
-            values = np.array([r[1] for r in rows], dtype=np.int64)
-            self._caches["doc_chunk_map"] = (keys, values)
-        keys, values = self._caches["doc_chunk_map"]
+            return np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64)
+
+        return self.memo("doc_chunk_map", build)
+
+    def document_groups(self) -> Any:
+        """A `kira._core.GroupMap` from chunk id to its document chunk id (cached per commit).
+
+        Pass it to an index search as `groups=` with `per_group=n` to get at most n chunks
+        of any one document back.
+        """
+        return self.memo("document_groups", lambda: _core.GroupMap(*self._document_chunk_map()))
+
+    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document-level chunk id of each chunk id (-1 for unknown ids); an in-memory map cached per commit."""
+        keys, values = self._document_chunk_map()
         ids = np.asarray(chunk_ids, dtype=np.int64)
         if not len(keys):
             return np.full(len(ids), -1, dtype=np.int64)

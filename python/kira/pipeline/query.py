@@ -88,12 +88,18 @@ def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None) -
     return out
 
 
-def search(index: Any, queries: np.ndarray, k: int, allow: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Search `index` with (m, dim) queries; per query (ids, scores) with padding removed."""
+def search(
+    index: Any, queries: np.ndarray, k: int, allow: np.ndarray | None, groups: Any = None, per_group: int = 1,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Search `index` with (m, dim) queries; per query (ids, scores) with padding removed.
+
+    groups: a `kira._core.GroupMap`; then at most `per_group` results of one group.
+    """
     if index is None or len(index) == 0 or k <= 0:
         return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(len(queries))]
     k = min(k, len(index))
-    ids, scores = index.search(np.ascontiguousarray(queries, dtype=np.float32), k, allow=allow)
+    ids, scores = index.search(np.ascontiguousarray(queries, dtype=np.float32), k, allow=allow, groups=groups,
+                               per_group=per_group)
     out = []
     for row_ids, row_scores in zip(np.atleast_2d(ids), np.atleast_2d(scores)):
         keep = row_ids >= 0
@@ -133,26 +139,11 @@ def text_rankings(
         meta.append(("expansion", config.text_weight * config.expansion_weight_scale * max(sim, 0.0), text))
     if not queries:
         return []
-    # Region and patch chunks repeat their document's caption, so one document can fill a
-    # whole result list; fetch more and keep at most `text_chunks_per_document` per document.
-    results = search(kb.index("text"), np.stack(queries), config.candidates * config.text_overfetch, allow)
-    out = []
-    for (ids, scores), (path, w, text) in zip(results, meta):
-        keep = per_document(kb, ids, config.text_chunks_per_document)[: config.candidates]
-        out.append(Ranking(path, ids[keep], scores[keep], w, text))
-    return out
-
-
-def per_document(kb: Any, ids: np.ndarray, limit: int) -> np.ndarray:
-    """Positions into `ids` (in order) keeping at most `limit` chunks of any one document."""
-    counts: dict[int, int] = {}
-    keep = []
-    for pos, doc in enumerate(kb.document_chunk_of(ids).tolist()):
-        n = counts.get(doc, 0)
-        if n < limit:
-            counts[doc] = n + 1
-            keep.append(pos)
-    return np.asarray(keep, dtype=np.int64)
+    # Region and patch chunks repeat their document's caption, so one document could fill a
+    # whole result list; the search keeps at most `text_chunks_per_document` of each document.
+    results = search(kb.index("text"), np.stack(queries), config.candidates, allow, kb.document_groups(),
+                     config.text_chunks_per_document)
+    return [Ranking(path, ids, scores, w, text) for (ids, scores), (path, w, text) in zip(results, meta)]
 
 
 def lexical_rankings(kb: Any, q: QueryVectors, config: RetrievalConfig, allow: np.ndarray | None) -> list[Ranking]:
@@ -212,22 +203,25 @@ def fuse(rankings: Sequence[Ranking], config: RetrievalConfig) -> Fused:
     from kira import _core
 
     rankings = [r for r in rankings if len(r.ids) and r.weight > 0]
-    paths: dict[int, list[str]] = {}
-    cosine: dict[int, float] = {}
-    for r in rankings:
-        for i, s in zip(r.ids.tolist(), r.scores.tolist()):
-            lst = paths.setdefault(i, [])
-            if r.path not in lst:
-                lst.append(r.path)
-            if r.cosine:
-                cosine[i] = max(cosine.get(i, -1.0), float(s))
     if not rankings:
         return Fused(np.zeros(0, np.int64), np.zeros(0, np.float32), {}, {})
     ids, scores = _core.rrf_fuse([r.ids for r in rankings], [r.weight for r in rankings], config.rrf_k,
                                  limit=config.candidates)
+    ids = np.asarray(ids, np.int64)
+    # Paths and best cosine of the fused ids only (the rankings hold several times as many).
+    paths: dict[int, list[str]] = {i: [] for i in ids.tolist()}
+    cosine: dict[int, float] = {}
+    fused_sorted = np.sort(ids)
+    for r in rankings:
+        hit = fused_sorted[np.minimum(np.searchsorted(fused_sorted, r.ids), len(ids) - 1)] == r.ids
+        for i, s in zip(r.ids[hit].tolist(), r.scores[hit].tolist()):
+            if r.path not in paths[i]:
+                paths[i].append(r.path)
+            if r.cosine:
+                cosine[i] = max(cosine.get(i, -1.0), s)
     scores = np.asarray(scores, dtype=np.float64)
     top = float(scores[0]) if len(scores) and scores[0] > 0 else 1.0
-    return Fused(np.asarray(ids, np.int64), (scores / top).astype(np.float32), paths, cosine)
+    return Fused(ids, (scores / top).astype(np.float32), paths, cosine)
 
 
 def rerank(stack: Any, question: str, fused: Fused, descriptions: dict[int, str], config: RetrievalConfig, n: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 STOP_WORDS = frozenset(
@@ -25,6 +26,7 @@ DISCOURSE_WORDS = frozenset(
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light suffix stripper (plural, -ing, -ed, -ly, -ity...): "opacities" -> "opac", "enlarged" -> "enlarg".
 
