@@ -423,7 +423,7 @@ void HNSWIndex::search(const float* queries, std::size_t m, std::size_t k, const
   normalize_rows(queries, m, dim_, units.data(), "queries");
   std::shared_lock lock(mutex_);
   const std::size_t nodes = node_ids_.size();
-  const std::size_t workers = m < 8 ? 1 : resolve_threads(threads);
+  const std::size_t workers = m < 4 ? 1 : resolve_threads(threads);
 
   if (allow && allow->size() <= std::max<std::size_t>(1024, node_of_.size() / 10)) {
     // Small allow set: exact scores of the allowed live nodes.

@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 _CORE_NAMES = (
     "FlatIndex",
     "HNSWIndex",
+    "GroupMap",
     "Hop",
     "HopTrace",
     "CompoundGroups",
