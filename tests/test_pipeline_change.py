@@ -1,16 +1,20 @@
-"""Change by analogy (kira.pipeline.change): recorded changes, the step test, the analogue, and ask()."""
+"""kira.pipeline.change: change by analogy (recorded changes, the step test, the analogue) and change
+measured along the finding, each through ask()."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
-from kira.pipeline.change import change_by_analogy, change_statement, recorded_changes
+from kira.pipeline.change import (change_along_finding, change_by_analogy, change_statement, finding_of,
+                                  recorded_changes, statement_documents)
 from kira.pipeline.evidence import build_items
+from kira.reasoning.template_generator import statement_shape
 
 BLUE, YELLOW, GREEN, RED, GREY = (0.1, 0.2, 0.9), (0.9, 0.85, 0.2), (0.1, 0.8, 0.2), (0.9, 0.1, 0.1), (0.5, 0.5, 0.5)
 HEAD = "Change since the previous acquisition"
@@ -107,3 +111,101 @@ def test_memo_builds_once_per_commit(tmp_path):
         assert base.memo("k", build) == 2  # a commit clears it
     finally:
         base.close()
+
+
+# ---- change along the finding -------------------------------------------------------------
+
+GROUND = (0.45, 0.5, 0.6)  # not the encoder's centre, so more red rows move every bottom cell further
+FINDING = "red opacity in the lower zone"
+
+
+def _opacity(rows: int):
+    """A grey image whose bottom `rows` rows are red: the finding, larger with more rows."""
+    image = flat(GROUND)
+    if rows:
+        image[-rows:] = np.asarray(RED, np.float32) * 255
+    return image
+
+
+@pytest.fixture(scope="module")
+def clinic(tmp_path_factory):
+    """Patients with a red lower-zone opacity and clear ones; no report records a change."""
+    base = KnowledgeBase.create(tmp_path_factory.mktemp("finding") / "kb", models=FakeStack())
+    for n in range(4):
+        base.add_image(_opacity(12 + 2 * n), doc_id=f"P1{n}", caption=f"Patient P10{n}. Findings: {FINDING}.")
+        base.add_image(_opacity(0), doc_id=f"P2{n}", caption=f"Patient P20{n}. Findings: clear fields.")
+    sequences = {
+        "P001": (6, 24, f"Findings: {FINDING}."),  # grows
+        "P002": (24, 6, f"Findings: {FINDING}."),  # shrinks
+        "P003": (16, 16, f"Findings: {FINDING}."),  # the same
+        "P004": (6, 24, "R1 changed from 10k to 22k."),  # its own report states a change
+    }
+    for pid, (before, after, later) in sequences.items():
+        base.add_image(_opacity(before), doc_id=f"{pid}-s1", caption=f"Patient {pid}, study 1. Findings: {FINDING}.",
+                       sequence=(pid, 0))
+        base.add_image(_opacity(after), doc_id=f"{pid}-s2", caption=f"Patient {pid}, study 2, follow-up. {later}",
+                       sequence=(pid, 1))
+    base.commit()
+    yield base
+    base.close()
+
+
+def _compare(pid: str) -> str:
+    return f"Compare study 2 of patient {pid} with study 1: how has it changed?"
+
+
+def test_finding_of_is_the_statement_most_documents_make_with_value_clauses_cut():
+    texts = ["PA film, patient P001. Findings: enlarged cardiac silhouette, cardiothoracic ratio about 0.65; lungs clear.",
+             "Lateral film, patient P001. Enlarged cardiac silhouette, cardiothoracic ratio about 0.61.",
+             "PA film, patient P001, follow-up. Reported by Dr. Osei."]
+    wording, shape = finding_of(texts)
+    assert wording == "enlarged cardiac silhouette"  # the value clause is cut from the wording ...
+    assert "#" in shape  # ... and kept as a placeholder in what other documents are matched on
+    assert finding_of(["Patient P001. R1 changed from 10k to 22k.", "Reported by Dr. Osei."]) is None
+
+
+def test_statement_documents_index_every_caption_sentence(clinic):
+    index = statement_documents(clinic)
+    assert index[statement_shape(FINDING)] >= {"P10", "P11", "P12", "P13", "P001-s1"}
+    assert "P20" not in index[statement_shape(FINDING)]
+
+
+def test_a_growing_finding_is_measured_as_increased_and_a_shrinking_one_as_decreased(clinic):
+    grown = change_along_finding(clinic, _compare("P001"), _items(clinic, "P001-s1", "P001-s2"), clinic.config)
+    assert grown is not None and grown.share >= clinic.config.hops.finding_min_share
+    assert grown.statement == f"Compared with the baseline, {FINDING} has increased"
+    others = statement_documents(clinic)[statement_shape(FINDING)] - {"P001-s1", "P001-s2"}  # P001's own films excluded
+    assert "P001-s1 -> P001-s2" in grown.note and f"{len(others)} other documents" in grown.note
+    shrunk = change_along_finding(clinic, _compare("P002"), _items(clinic, "P002-s1", "P002-s2"), clinic.config)
+    assert shrunk is not None and shrunk.share <= -clinic.config.hops.finding_min_share
+    assert shrunk.statement.endswith("has decreased")
+
+
+def test_nothing_is_measured_without_a_move_a_comparison_or_enough_documents(clinic):
+    cfg = clinic.config
+    assert change_along_finding(clinic, _compare("P003"), _items(clinic, "P003-s1", "P003-s2"), cfg) is None
+    assert change_along_finding(clinic, _compare("P004"), _items(clinic, "P004-s1", "P004-s2"), cfg) is None
+    assert change_along_finding(clinic, "What does patient P001 show?", _items(clinic, "P001-s1", "P001-s2"),
+                                cfg) is None
+    stated = len(statement_documents(clinic)[statement_shape(FINDING)] - {"P001-s1", "P001-s2"})
+    few = dataclasses.replace(cfg, hops=dataclasses.replace(cfg.hops, finding_min_documents=stated + 1))
+    assert change_along_finding(clinic, _compare("P001"), _items(clinic, "P001-s1", "P001-s2"), few) is None
+
+
+def test_ask_adds_the_measured_change_as_its_own_claim(clinic):
+    result = Kira(clinic).ask(_compare("P001"), variant="multi_hop")
+    measured = [i for i in result.evidence.items if "measured" in i.paths]
+    assert len(measured) == 1 and measured[0].doc_id == "P001-s2"
+    assert measured[0].provenance["label"] == measured[0].summary and "caption" not in measured[0].provenance
+    first = result.answer.claims[0]
+    assert first.text.startswith(f"Compared with the baseline, {FINDING} has increased")
+    assert first.citations == (measured[0].number,)  # the measurement alone states it
+    assert "measured" in result.trace["change"] and "kira measured" in " ".join(result.answer.reasoning)
+    import json
+
+    from kira.explain.render_json import validate
+
+    assert validate(json.loads(result.card.to_json())) == []
+    assert not any("measured" in i.paths for i in Kira(clinic).ask(_compare("P001"), variant="query_expansion").evidence.items)
+    off = dataclasses.replace(clinic.config, hops=dataclasses.replace(clinic.config.hops, change_along_finding=False))
+    assert "change" not in Kira(clinic, config=off).ask(_compare("P001"), variant="multi_hop").trace

@@ -41,7 +41,7 @@ import numpy as np
 from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
 from kira.pipeline.concepts import ConceptBank, builtin_banks
-from kira.pipeline.change import analogy_item, change_by_analogy
+from kira.pipeline.change import analogy_item, change_along_finding, change_by_analogy, measured_item
 from kira.pipeline.evidence import build_items
 from kira.pipeline.fine import choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
@@ -297,13 +297,19 @@ class Kira:
             critic_card["candidates"] = len(items)
         else:
             kept = items[:top_k]
-        if level >= 3 and cfg.hops.change_by_analogy:
+        if level >= 3 and (cfg.hops.change_by_analogy or cfg.hops.change_along_finding):
             with timer.stage("change"):
-                analogy = change_by_analogy(kb, question, kept, cfg)
+                analogy = change_by_analogy(kb, question, kept, cfg) if cfg.hops.change_by_analogy else None
                 lent = analogy_item(kb, analogy) if analogy is not None else None
                 if lent is not None:
                     kept = list(kept) + [lent]
                     trace["change"] = analogy.note
+                elif cfg.hops.change_along_finding:
+                    measured = change_along_finding(kb, question, kept, cfg)
+                    item = measured_item(kb, measured) if measured is not None else None
+                    if item is not None:
+                        kept = list(kept) + [item]
+                        trace["change"] = measured.note
         pack = EvidencePack.from_items(question, kept, dropped)
         with timer.stage("generate"):
             answer = self.generator.generate(question, pack)

@@ -51,7 +51,9 @@ generator answers with the *content the top evidence agrees on*:
 An item on path "analogy" (a recorded change of another sequence, lent by
 kira.pipeline.change to a comparison question whose subject states none) counts as
 evidence about the subject, is read only for its change statement, and its claim is
-worded "By analogy: ..."; what the subject's own documents state complements it.
+worded "By analogy: ..."; what the subject's own documents state complements it. An
+item on path "measured" (the change kira.pipeline.change measured in the subject's own
+images along its finding) is read the same way, its claim as written.
 
 Before the answer it writes the reasoning trace: the evidence considered, what was set
 aside as metadata, each candidate's support and sources, what agrees and which
@@ -98,6 +100,16 @@ CHANGE_STATEMENT_STEMS = frozenset(
 ANALOGY_PATH = "analogy"
 """Path of an item lent by change-by-analogy (kira.pipeline.change): another sequence's recorded
 change, read only for its change statement and worded "By analogy: ..."."""
+MEASURED_PATH = "measured"
+"""Path of an item that states a change kira measured in the subject's own images along its
+finding (kira.pipeline.change); read only for that change statement."""
+LENT_PATHS = (ANALOGY_PATH, MEASURED_PATH)
+"""Paths of items that speak about the subject's change, not about what their own document shows."""
+
+
+def is_lent(item: EvidenceItem) -> bool:
+    """Whether `item` was added to the pack to state the subject's change (a LENT_PATHS path)."""
+    return any(p in LENT_PATHS for p in item.paths)
 
 _ATTRIBUTION = re.compile(
     r"^(?:reported|drawn|signed|dictated|read|prepared|acquired|scanned|captured|taken|photographed|uploaded)\b.*\bby\b",
@@ -228,19 +240,31 @@ def subject_items(question: str, items: tuple[EvidenceItem, ...]) -> tuple[Evide
     if not asked:
         return ()
     named = tuple(i for i in items if asked & subject_ids(f"{text_of(i)} {i.summary} {i.doc_id}"))
-    # an item lent by analogy speaks about the subject's change, not its own subject
-    return named + tuple(i for i in items if ANALOGY_PATH in i.paths and i not in named) if named else ()
+    # an item lent by analogy (or a measurement) speaks about the subject's change, not its own subject
+    return named + tuple(i for i in items if is_lent(i) and i not in named) if named else ()
+
+
+def states_change(sentence: str, context: str) -> bool:
+    """Whether a sentence (with its head) states a change: a change word ("changed from 47k to 22k" too)."""
+    return bool(_stems(f"{context} {sentence}") & CHANGE_STATEMENT_STEMS)
 
 
 def states_class_change(sentence: str, context: str) -> bool:
     """Whether a sentence (with its head) states a change in class-level words: a change word, no value."""
-    if any(ch.isdigit() for ch in sentence):
-        return False
-    return bool(_stems(f"{context} {sentence}") & CHANGE_STATEMENT_STEMS)
+    return not any(ch.isdigit() for ch in sentence) and states_change(sentence, context)
 
 
 def _lent(cand: _Candidate) -> bool:
+    return bool(cand.sources) and all(is_lent(i) for i in cand.sources)
+
+
+def _by_analogy(cand: _Candidate) -> bool:
     return bool(cand.sources) and all(ANALOGY_PATH in i.paths for i in cand.sources)
+
+
+def statement_shape(sentence: str) -> frozenset[str]:
+    """What a sentence states, as the generator matches statements: its content stems, values as one placeholder."""
+    return _shape(_stems(sentence))
 
 
 def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
@@ -282,6 +306,7 @@ class _Candidate:
     relevance: float = 0.0  # share of the question's content stems it (or its head) contains
     reports_change: bool = False  # a comparison question and a statement of change new in some document
     history: bool = False  # a statement of change, and the question asks for no comparison
+    lent: bool = False  # stated by items lent to state the subject's change (LENT_PATHS)
     # (witness, doc id, stems) per wording
     variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)
 
@@ -391,7 +416,7 @@ class TemplateGenerator:
         metadata: list[str] = []
         per_item: dict[int, list[frozenset[str]]] = {}
         for item in order:
-            lent = ANALOGY_PATH in item.paths
+            lent = is_lent(item)
             for sentence, is_meta, context in sentences_of(text_of(item)):
                 if lent and (is_meta or not states_class_change(sentence, context)):
                     continue  # what an analogue shows of itself says nothing about the subject
@@ -403,9 +428,10 @@ class TemplateGenerator:
                     continue
                 shape = _shape(stems)
                 per_item.setdefault(item.number, []).append(shape)
-                match = next((c for c in candidates if _same_statement(c.stems, shape)), None)
+                # a lent change statement is its own candidate, never a source of what the subject's documents state
+                match = next((c for c in candidates if c.lent == lent and _same_statement(c.stems, shape)), None)
                 if match is None:
-                    match = _Candidate(sentence, shape, [item], context=stems | _stems(context))
+                    match = _Candidate(sentence, shape, [item], context=stems | _stems(context), lent=lent)
                     candidates.append(match)
                 elif item not in match.sources:
                     match.sources.append(item)
@@ -424,7 +450,7 @@ class TemplateGenerator:
             docs: dict[str, float] = {}
             witnesses: dict[str, float] = {}
             for item in items:
-                if any(_same_statement(cand.stems, s) for s in per_item.get(item.number, [])):
+                if is_lent(item) == cand.lent and any(_same_statement(cand.stems, s) for s in per_item.get(item.number, [])):
                     docs[item.doc_id] = max(docs.get(item.doc_id, 0.0), weights[item.number])
                     who = _witness(item)
                     witnesses[who] = max(witnesses.get(who, 0.0), weights[item.number])
@@ -513,6 +539,12 @@ class TemplateGenerator:
                 f"The question names {', '.join(sorted(subject_ids(question))).upper()}: answering from "
                 f"{format_citation(_numbers(subject))}, the evidence that names it; the rest is about other subjects."
             )
+        measured = [i for i in pool if MEASURED_PATH in i.paths]
+        if measured:
+            trace.append(
+                f"{format_citation(_numbers(measured))} state(s) the change kira measured in the subject's own images "
+                "along its finding (its documents state no change and no recorded change resembles it)."
+            )
         lent = [i for i in pool if ANALOGY_PATH in i.paths]
         if lent:
             trace.append(
@@ -543,7 +575,7 @@ class TemplateGenerator:
         comparison = is_comparison(question) and not _lent(top)
         top_docs = {i.doc_id for i in top.sources}
         if _lent(top):  # a lent change is complemented by what the subject's own documents state
-            top_docs = {i.doc_id for i in pool if ANALOGY_PATH not in i.paths}
+            top_docs = {i.doc_id for i in pool if not is_lent(i)}
         for cand in candidates[1:]:
             if len(chosen) >= self.max_claims or cand.history or cand.score < self.min_support_ratio * top.score:
                 break
@@ -571,7 +603,7 @@ class TemplateGenerator:
         claims = []
         for cand in chosen:
             cited = _numbers(cand.sources[: self.max_citations])
-            text = f"By analogy: {cand.text[:1].lower()}{cand.text[1:]}" if _lent(cand) else cand.text
+            text = f"By analogy: {cand.text[:1].lower()}{cand.text[1:]}" if _by_analogy(cand) else cand.text
             claims.append(Claim(text=_sentence(text, format_citation(cited)), citations=cited))
         trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence that states it.")
         text = " ".join(claim.text for claim in claims)
