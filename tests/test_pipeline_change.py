@@ -11,8 +11,8 @@ from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
-from kira.pipeline.change import (change_along_finding, change_by_analogy, change_statement, finding_of,
-                                  recorded_changes, statement_documents)
+from kira.pipeline.change import (_document_space, change_along_finding, change_by_analogy, change_statement,
+                                  finding_of, recorded_changes, statement_documents)
 from kira.pipeline.evidence import build_items
 from kira.reasoning.template_generator import statement_shape
 
@@ -130,7 +130,17 @@ def _opacity(rows: int):
 @pytest.fixture(scope="module")
 def clinic(tmp_path_factory):
     """Patients with a red lower-zone opacity and clear ones; no report records a change."""
-    base = KnowledgeBase.create(tmp_path_factory.mktemp("finding") / "kb", models=FakeStack())
+    base = _clinic(tmp_path_factory.mktemp("finding") / "kb")
+    yield base
+    base.close()
+
+
+def _clinic(path, *, recorded_change: bool = False) -> KnowledgeBase:
+    base = KnowledgeBase.create(path, models=FakeStack())
+    if recorded_change:  # one sequence whose later report states a change, over a long step (black to white)
+        base.add_image(flat((0, 0, 0)), doc_id="Z-s1", caption="Phantom Z001, study 1.", sequence=("Z", 0))
+        base.add_image(flat((1, 1, 1)), doc_id="Z-s2", caption="Phantom Z001, study 2. Change since the previous "
+                       "study: the field turned white.", sequence=("Z", 1))
     for n in range(4):
         base.add_image(_opacity(12 + 2 * n), doc_id=f"P1{n}", caption=f"Patient P10{n}. Findings: {FINDING}.")
         base.add_image(_opacity(0), doc_id=f"P2{n}", caption=f"Patient P20{n}. Findings: clear fields.")
@@ -146,8 +156,7 @@ def clinic(tmp_path_factory):
         base.add_image(_opacity(after), doc_id=f"{pid}-s2", caption=f"Patient {pid}, study 2, follow-up. {later}",
                        sequence=(pid, 1))
     base.commit()
-    yield base
-    base.close()
+    return base
 
 
 def _compare(pid: str) -> str:
@@ -162,6 +171,7 @@ def test_finding_of_is_the_statement_most_documents_make_with_value_clauses_cut(
     assert wording == "enlarged cardiac silhouette"  # the value clause is cut from the wording ...
     assert "#" in shape  # ... and kept as a placeholder in what other documents are matched on
     assert finding_of(["Patient P001. R1 changed from 10k to 22k.", "Reported by Dr. Osei."]) is None
+    assert finding_of(["Tile T001. Shows open water with wave texture."])[0] == "open water with wave texture"
 
 
 def test_statement_documents_index_every_caption_sentence(clinic):
@@ -190,6 +200,22 @@ def test_nothing_is_measured_without_a_move_a_comparison_or_enough_documents(cli
     stated = len(statement_documents(clinic)[statement_shape(FINDING)] - {"P001-s1", "P001-s2"})
     few = dataclasses.replace(cfg, hops=dataclasses.replace(cfg.hops, finding_min_documents=stated + 1))
     assert change_along_finding(clinic, _compare("P001"), _items(clinic, "P001-s1", "P001-s2"), few) is None
+
+
+def test_where_changes_are_recorded_a_step_shorter_than_the_step_test_allows_is_no_change(tmp_path):
+    base = _clinic(tmp_path / "kb", recorded_change=True)
+    try:
+        (recorded,) = recorded_changes(base)
+        items = _items(base, "P001-s1", "P001-s2")
+        rows, matrix = _document_space(base)
+        step = float(np.linalg.norm(matrix[rows["P001-s2"]] - matrix[rows["P001-s1"]]))
+        strict = dataclasses.replace(base.config, hops=dataclasses.replace(base.config.hops, change_min_share=0.6))
+        assert step < 0.6 * recorded.length  # short next to the recorded change
+        assert change_along_finding(base, _compare("P001"), items, strict) is None
+        loose = dataclasses.replace(base.config, hops=dataclasses.replace(base.config.hops, change_min_share=0.0))
+        assert change_along_finding(base, _compare("P001"), items, loose) is not None
+    finally:
+        base.close()
 
 
 def test_ask_adds_the_measured_change_as_its_own_claim(clinic):

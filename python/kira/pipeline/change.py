@@ -32,9 +32,11 @@ latest document on path "measured", its text the measurement, not the document's
 caption; the trace records s, |a| and how many documents defined a. A smaller |s| adds
 nothing: an image that does not move along its finding may still have changed where
 the pixels barely show it (a component value in a drawing), so "unchanged" is never
-claimed. Any change statement in the sequence's own documents (with values too: "R1
-changed from 4.7k to 22k"), or fewer than `finding_min_documents` other documents
-stating the finding: nothing is added.
+claimed. Where the knowledge base records changes, a step shorter than the analogy's
+step test allows (`change_min_share` of their median) is no change either. Any change
+statement in the sequence's own documents (with values too: "R1 changed from 4.7k to
+22k"), or fewer than `finding_min_documents` other documents stating the finding:
+nothing is added.
 """
 
 from __future__ import annotations
@@ -202,6 +204,7 @@ class MeasuredChange:
 
 
 _CLAUSE_SPLIT = re.compile(r"\s*[,;]\s*")
+_LEAD_VERB = re.compile(r"^(?:shows?|showing|depicts?|depicting)\s+", re.I)  # "Shows open water" -> "open water"
 
 
 def finding_of(texts: Sequence[str]) -> tuple[str, frozenset[str]] | None:
@@ -223,6 +226,7 @@ def finding_of(texts: Sequence[str]) -> tuple[str, frozenset[str]] | None:
     ranked = sorted(counts.items(), key=lambda kv: -kv[1][0])  # stable: ties keep the first stated
     for shape, (_n, sentence) in ranked:
         wording = ", ".join(c for c in _CLAUSE_SPLIT.split(sentence) if c and not any(ch.isdigit() for ch in c))
+        wording = _LEAD_VERB.sub("", wording)
         if wording:
             return wording, shape
     return None
@@ -268,6 +272,10 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
     rows, matrix = _document_space(kb)
     if named[0] not in rows or named[-1] not in rows or len(rows) < 2:
         return None
+    step = matrix[rows[named[-1]]] - matrix[rows[named[0]]]
+    changes = recorded_changes(kb)
+    if changes and float(np.linalg.norm(step)) < config.hops.change_min_share * float(np.median([c.length for c in changes])):
+        return None  # where the knowledge base records changes, a step this short is no change (the analogy's step test)
     compound = kb.compound_of()
     own = {compound.get(d, d) for d in named}
     showing = [rows[d] for d in statement_documents(kb).get(shape, ()) if d in rows and compound.get(d, d) not in own]
@@ -277,7 +285,7 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
     reach = float(axis @ axis)
     if reach <= 1e-12:
         return None
-    share = float((matrix[rows[named[-1]]] - matrix[rows[named[0]]]) @ axis / reach)
+    share = float(step @ axis / reach)
     limit = config.hops.finding_min_share
     if abs(share) < limit:
         return None  # not moving along the finding is no proof of no change (a value in a drawing)
