@@ -218,6 +218,23 @@ def test_where_changes_are_recorded_a_step_shorter_than_the_step_test_allows_is_
         base.close()
 
 
+def test_the_measurement_reads_the_encoder_features_not_the_domain_adapter(tmp_path):
+    from kira.adapt import ProjectionHead
+
+    base = _clinic(tmp_path / "kb")
+    try:
+        items = _items(base, "P002-s1", "P002-s2")
+        before = change_along_finding(base, _compare("P002"), items, base.config)
+        head = ProjectionHead(weight=np.random.default_rng(0).normal(size=(48, 8)).astype(np.float32),
+                              bias=np.zeros(8, np.float32))
+        base.set_adapter(head)  # the visual index now holds 8-d projections
+        after = change_along_finding(base, _compare("P002"), _items(base, "P002-s1", "P002-s2"), base.config)
+        assert before is not None and after is not None
+        assert after.share == pytest.approx(before.share, rel=1e-5)
+    finally:
+        base.close()
+
+
 def test_ask_adds_the_measured_change_as_its_own_claim(clinic):
     result = Kira(clinic).ask(_compare("P001"), variant="multi_hop")
     measured = [i for i in result.evidence.items if "measured" in i.paths]

@@ -24,7 +24,8 @@ step is read against its own finding. The finding is the content statement most 
 sequence's documents make (clauses holding a value cut: "enlarged cardiac silhouette",
 not "cardiothoracic ratio about 0.65"); its direction is a = mean(v of the other
 documents that state it word for word, position words included) - mean(v of every
-document), from the average image towards the images that show it. The step's share
+document), from the average image towards the images that show it (v: the encoder's
+unit features, not the domain adapter's projection, which pulls one class together). The step's share
 of that way, s = d . a / |a|^2, says whether the latest image shows more of the finding
 (s >= `HopConfig.finding_min_share`) or less (s <= -finding_min_share). The statement ("Compared
 with the baseline, <finding> has decreased") joins the evidence as an item of the
@@ -247,13 +248,22 @@ def statement_documents(kb: Any) -> dict[frozenset[str], frozenset[str]]:
 
 
 def _document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
-    """({doc id: row}, visual vectors of every document with an image), cached per commit."""
+    """({doc id: row}, unit raw visual vectors of every document with an image), cached per commit.
+
+    Raw: the encoder's features, not the domain adapter's projection, which is trained to
+    pull one class's images together and so flattens how much of a finding an image shows."""
 
     def build() -> tuple[dict[str, int], np.ndarray]:
-        vectors = _doc_vectors(kb, sorted(kb.store.documents()))
-        rows = {d: n for n, d in enumerate(vectors)}
-        matrix = np.stack(list(vectors.values())) if vectors else np.zeros((0, 0), np.float32)
-        return rows, matrix
+        docs = sorted(kb.store.documents())
+        chunk = kb.store.document_chunk_ids(docs)
+        present = [d for d in docs if d in chunk]
+        if not present or kb.vectors is None:
+            return {}, np.zeros((0, 0), np.float32)
+        raw = kb.store.vectors("visual", [chunk[d] for d in present], kb.vectors.dims["visual"])
+        norms = np.linalg.norm(raw, axis=1)
+        keep = np.flatnonzero(norms > 0)  # a document without an image has no visual vector
+        rows = {present[i]: n for n, i in enumerate(keep)}
+        return rows, (raw[keep] / norms[keep, None]).astype(np.float32)
 
     return kb.memo("document_space", build)
 
@@ -272,10 +282,13 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
     rows, matrix = _document_space(kb)
     if named[0] not in rows or named[-1] not in rows or len(rows) < 2:
         return None
-    step = matrix[rows[named[-1]]] - matrix[rows[named[0]]]
     changes = recorded_changes(kb)
-    if changes and float(np.linalg.norm(step)) < config.hops.change_min_share * float(np.median([c.length for c in changes])):
-        return None  # where the knowledge base records changes, a step this short is no change (the analogy's step test)
+    if changes:  # where the knowledge base records changes, a step too short for the analogy's step test is no change
+        ends = _doc_vectors(kb, [named[0], named[-1]])  # in the visual index's space, like the recorded steps
+        if len(ends) < 2 or float(np.linalg.norm(ends[named[-1]] - ends[named[0]])) < (
+                config.hops.change_min_share * float(np.median([c.length for c in changes]))):
+            return None
+    step = matrix[rows[named[-1]]] - matrix[rows[named[0]]]
     compound = kb.compound_of()
     own = {compound.get(d, d) for d in named}
     showing = [rows[d] for d in statement_documents(kb).get(shape, ()) if d in rows and compound.get(d, d) not in own]
