@@ -1,5 +1,5 @@
-"""kira.pipeline.change: change by analogy (recorded changes, the step test, the analogue) and change
-measured along the finding, each through ask()."""
+"""kira.pipeline.change (change by analogy: recorded changes, the step test, the analogue) and
+kira.pipeline.measured_change (change along the finding), each through ask()."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
-from kira.pipeline.change import (_document_space, change_along_finding, change_by_analogy, change_statement,
-                                  finding_of, recorded_changes, statement_documents)
+from kira.pipeline.change import change_by_analogy, change_statement, recorded_changes
+from kira.pipeline.measured_change import _document_space, change_along_finding, finding_of, statement_documents
 from kira.pipeline.evidence import build_items
 from kira.reasoning.template_generator import statement_shape
 

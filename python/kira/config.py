@@ -68,7 +68,7 @@ class HopConfig:
     change_by_analogy: bool = True
     change_min_share: float = 0.5  # a sequence changed if its visual step >= 0.5 x the median recorded change's
     analogy_min_cosine: float = 0.3  # ... and a recorded change is its analogue only if their steps' cosine >= 0.3
-    # ... and, without an analogue, the change measured along the finding (kira.pipeline.change):
+    # ... and, without an analogue, the change measured along the finding (kira.pipeline.measured_change):
     change_along_finding: bool = True
     finding_min_share: float = 0.15  # more / less of the finding when the step covers >= 15% of the way from the average image to the finding's
     finding_min_documents: int = 3  # the finding's direction needs >= 3 other documents that state it

@@ -19,40 +19,20 @@ like way). The analogue's later document joins the evidence on path "analogy"; t
 template generator reads only its change statement and words the claim "By analogy: ...".
 No recorded change, a small step or no analogue: nothing is added.
 
-*Change along the finding* (`change_along_finding`): with no analogue, the sequence's
-step is read against its own finding. The finding is the content statement most of the
-sequence's documents make (clauses holding a value cut: "enlarged cardiac silhouette",
-not "cardiothoracic ratio about 0.65"); its direction is a = mean(v of the other
-documents that state it word for word, position words included) - mean(v of every
-document), from the average image towards the images that show it (v: the encoder's
-unit features, not the domain adapter's projection, which pulls one class together). The step's share
-of that way, s = d . a / |a|^2, says whether the latest image shows more of the finding
-(s >= `HopConfig.finding_min_share`) or less (s <= -finding_min_share). The statement ("Compared
-with the baseline, <finding> has decreased") joins the evidence as an item of the
-latest document on path "measured", its text the measurement, not the document's
-caption; the trace records s, |a| and how many documents defined a. A smaller |s| adds
-nothing: an image that does not move along its finding may still have changed where
-the pixels barely show it (a component value in a drawing), so "unchanged" is never
-claimed. Where the knowledge base records changes, a step shorter than the analogy's
-step test allows (`change_min_share` of their median) is no change either. Any change
-statement in the sequence's own documents (with values too: "R1 changed from 4.7k to
-22k"), or fewer than `finding_min_documents` other documents stating the finding:
-nothing is added.
+Without an analogue, `kira.pipeline.measured_change` measures the step along the
+sequence's own finding.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from kira.config import KiraConfig
-from kira.reasoning.template_generator import (ANALOGY_PATH, MEASURED_PATH, is_comparison, sentences_of,
-                                               statement_shape, states_change, states_class_change, subject_items,
-                                               text_of)
+from kira.reasoning.template_generator import (ANALOGY_PATH, is_comparison, sentences_of, states_change,
+                                               states_class_change, subject_items, text_of)
 from kira.reasoning.types import EvidenceItem
 
 
@@ -92,7 +72,8 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
-def _doc_vectors(kb: Any, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
+def document_vectors(kb: Any, doc_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """{doc id: its document chunk's vector in the visual index} for the documents that have one."""
     index = kb.index("visual")
     if index is None:
         return {}
@@ -119,7 +100,7 @@ def recorded_changes(kb: Any) -> list[RecordedChange]:
         if not members:
             return []
         rows = kb.store.documents(members)
-        vectors = _doc_vectors(kb, members)
+        vectors = document_vectors(kb, members)
         chunk = kb.store.document_chunk_ids(members)
         out = []
         for docs in sequences:
@@ -170,7 +151,7 @@ def change_by_analogy(kb: Any, question: str, items: Sequence[EvidenceItem], con
     changes = recorded_changes(kb)
     if not changes:
         return None
-    vectors = _doc_vectors(kb, [named[0], named[-1]])
+    vectors = document_vectors(kb, [named[0], named[-1]])
     if len(vectors) < 2:
         return None
     step = vectors[named[-1]] - vectors[named[0]]
@@ -190,144 +171,6 @@ def change_by_analogy(kb: Any, question: str, items: Sequence[EvidenceItem], con
             f"recorded change) and states no change; the recorded change it resembles most (step cosine "
             f"{cos_step:.2f}) says: '{best.statement}'")
     return Analogy(best, named[0], named[-1], length, cos_step, note)
-
-
-@dataclass(frozen=True)
-class MeasuredChange:
-    """The change of a sequence measured along its finding (module docstring)."""
-
-    earliest: str  # doc ids of the compared members
-    latest: str
-    finding: str
-    share: float  # d . a / |a|^2
-    statement: str  # "Compared with the baseline, <finding> has decreased"
-    note: str
-
-
-_CLAUSE_SPLIT = re.compile(r"\s*[,;]\s*")
-_LEAD_VERB = re.compile(r"^(?:shows?|showing|depicts?|depicting)\s+", re.I)  # "Shows open water" -> "open water"
-
-
-def finding_of(texts: Sequence[str]) -> tuple[str, frozenset[str]] | None:
-    """(The content statement most of `texts` make, its shape), or None when they state none.
-
-    Statements of change are left out; clauses holding a value are cut from the wording
-    (the shape keeps a placeholder, so other documents match whatever their value)."""
-    counts: dict[frozenset[str], list] = {}
-    for text in texts:
-        seen = set()
-        for sentence, is_meta, context in sentences_of(text):
-            if is_meta or states_change(sentence, context):
-                continue
-            shape = statement_shape(sentence)
-            if not shape or shape in seen:
-                continue
-            seen.add(shape)
-            counts.setdefault(shape, [0, sentence])[0] += 1
-    ranked = sorted(counts.items(), key=lambda kv: -kv[1][0])  # stable: ties keep the first stated
-    for shape, (_n, sentence) in ranked:
-        wording = ", ".join(c for c in _CLAUSE_SPLIT.split(sentence) if c and not any(ch.isdigit() for ch in c))
-        wording = _LEAD_VERB.sub("", wording)
-        if wording:
-            return wording, shape
-    return None
-
-
-def statement_documents(kb: Any) -> dict[frozenset[str], frozenset[str]]:
-    """{statement shape: doc ids whose caption states it}, over every document; cached per commit."""
-
-    def build() -> dict[frozenset[str], frozenset[str]]:
-        out: dict[frozenset[str], set[str]] = {}
-        for doc_id, row in kb.store.documents().items():
-            for sentence, is_meta, _context in sentences_of(row.caption or ""):
-                if not is_meta:
-                    out.setdefault(statement_shape(sentence), set()).add(doc_id)
-        return {shape: frozenset(docs) for shape, docs in out.items()}
-
-    return kb.memo("statement_documents", build)
-
-
-def _document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
-    """({doc id: row}, unit raw visual vectors of every document with an image), cached per commit.
-
-    Raw: the encoder's features, not the domain adapter's projection, which is trained to
-    pull one class's images together and so flattens how much of a finding an image shows."""
-
-    def build() -> tuple[dict[str, int], np.ndarray]:
-        docs = sorted(kb.store.documents())
-        chunk = kb.store.document_chunk_ids(docs)
-        present = [d for d in docs if d in chunk]
-        if not present or kb.vectors is None:
-            return {}, np.zeros((0, 0), np.float32)
-        raw = kb.store.vectors("visual", [chunk[d] for d in present], kb.vectors.dims["visual"])
-        norms = np.linalg.norm(raw, axis=1)
-        keep = np.flatnonzero(norms > 0)  # a document without an image has no visual vector
-        rows = {present[i]: n for n, i in enumerate(keep)}
-        return rows, (raw[keep] / norms[keep, None]).astype(np.float32)
-
-    return kb.memo("document_space", build)
-
-
-def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
-                         config: KiraConfig) -> MeasuredChange | None:
-    """The change of the compared sequence measured along its finding (module docstring), or None."""
-    named = compared_sequence(kb, question, items, with_values=True)
-    if named is None:
-        return None
-    texts = {i.doc_id: text_of(i) for i in items}
-    found = finding_of([texts[d] for d in named])
-    if found is None:
-        return None
-    wording, shape = found
-    rows, matrix = _document_space(kb)
-    if named[0] not in rows or named[-1] not in rows or len(rows) < 2:
-        return None
-    changes = recorded_changes(kb)
-    if changes:  # where the knowledge base records changes, a step too short for the analogy's step test is no change
-        ends = _doc_vectors(kb, [named[0], named[-1]])  # in the visual index's space, like the recorded steps
-        if len(ends) < 2 or float(np.linalg.norm(ends[named[-1]] - ends[named[0]])) < (
-                config.hops.change_min_share * float(np.median([c.length for c in changes]))):
-            return None
-    step = matrix[rows[named[-1]]] - matrix[rows[named[0]]]
-    compound = kb.compound_of()
-    own = {compound.get(d, d) for d in named}
-    showing = [rows[d] for d in statement_documents(kb).get(shape, ()) if d in rows and compound.get(d, d) not in own]
-    if len(showing) < config.hops.finding_min_documents:
-        return None
-    axis = matrix[showing].mean(axis=0) - matrix.mean(axis=0)
-    reach = float(axis @ axis)
-    if reach <= 1e-12:
-        return None
-    share = float(step @ axis / reach)
-    limit = config.hops.finding_min_share
-    if abs(share) < limit:
-        return None  # not moving along the finding is no proof of no change (a value in a drawing)
-    verb = "increased" if share > 0 else "decreased"
-    lowered = wording[:1].lower() + wording[1:] if wording[1:2].islower() else wording  # "Clear lungs", not "RC"
-    statement = f"Compared with the baseline, {lowered} has {verb}"
-    note = (f"{named[0]} -> {named[-1]} states no change and resembles no recorded change; measured along its finding "
-            f"'{wording}' (from the mean of all {len(rows)} documents towards the {len(showing)} other documents that "
-            f"state it, length {np.sqrt(reach):.3f}) the step covers {share:+.2f} of that way "
-            f"(|share| >= {limit:.2f} counts as a change): {verb}")
-    return MeasuredChange(named[0], named[-1], wording, share, statement, note)
-
-
-def measured_item(kb: Any, measured: MeasuredChange) -> EvidenceItem | None:
-    """The measurement as an evidence item of the latest document on path "measured": its text is the
-    statement (provenance "label"), not the document's caption; provenance "measured" holds the figures."""
-    from kira.pipeline.evidence import build_items
-
-    chunk = kb.store.document_chunk_ids([measured.latest]).get(measured.latest)
-    if chunk is None:
-        return None
-    items = build_items(kb, [chunk], [1.0], {chunk: [MEASURED_PATH]}, {})
-    if not items:
-        return None
-    item = items[0]
-    provenance = {k: v for k, v in item.provenance.items() if k != "caption"}
-    provenance.update(label=measured.statement, measured={"from": measured.earliest, "to": measured.latest,
-                                                        "share": round(measured.share, 4), "finding": measured.finding})
-    return dataclasses.replace(item, summary=measured.statement, provenance=provenance)
 
 
 def analogy_item(kb: Any, analogy: Analogy) -> EvidenceItem | None:

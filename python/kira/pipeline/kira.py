@@ -41,7 +41,8 @@ import numpy as np
 from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
 from kira.pipeline.concepts import ConceptBank, builtin_banks
-from kira.pipeline.change import analogy_item, change_along_finding, change_by_analogy, measured_item
+from kira.pipeline.change import analogy_item, change_by_analogy
+from kira.pipeline.measured_change import change_along_finding, measured_item
 from kira.pipeline.evidence import build_items
 from kira.pipeline.fine import choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings

@@ -52,7 +52,7 @@ An item on path "analogy" (a recorded change of another sequence, lent by
 kira.pipeline.change to a comparison question whose subject states none) counts as
 evidence about the subject, is read only for its change statement, and its claim is
 worded "By analogy: ..."; what the subject's own documents state complements it. An
-item on path "measured" (the change kira.pipeline.change measured in the subject's own
+item on path "measured" (the change kira.pipeline.measured_change measured in the subject's own
 images along its finding) is read the same way, its claim as written.
 
 Before the answer it writes the reasoning trace: the evidence considered, what was set
@@ -102,7 +102,7 @@ ANALOGY_PATH = "analogy"
 change, read only for its change statement and worded "By analogy: ..."."""
 MEASURED_PATH = "measured"
 """Path of an item that states a change kira measured in the subject's own images along its
-finding (kira.pipeline.change); read only for that change statement."""
+finding (kira.pipeline.measured_change); read only for that change statement."""
 LENT_PATHS = (ANALOGY_PATH, MEASURED_PATH)
 """Paths of items that speak about the subject's change, not about what their own document shows."""
 
