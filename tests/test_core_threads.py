@@ -33,6 +33,21 @@ def test_concurrent_searches_equal_serial(index_and_queries):
     np.testing.assert_array_equal(batch_ids, np.vstack([s[0] for s in serial]))
 
 
+def test_concurrent_capped_searches_share_one_group_map(index_and_queries):
+    index, q = index_and_queries
+    ids = np.arange(6000, dtype=np.int64)
+    groups = _core.GroupMap(ids, ids // 7)
+    serial = [index.search(q[i], 20, groups=groups, per_group=2, threads=1)[0] for i in range(len(q))]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        parallel = list(pool.map(lambda i: index.search(q[i], 20, groups=groups, per_group=2, threads=1)[0],
+                                 range(len(q))))
+    for a, b in zip(serial, parallel):
+        np.testing.assert_array_equal(a, b)
+        assert np.bincount(groups.group_of(a[0])).max() <= 2
+    batch, _ = index.search(q, 20, groups=groups, per_group=2, threads=2)  # the batch split over threads too
+    np.testing.assert_array_equal(batch, np.vstack(serial))
+
+
 def test_writers_and_readers_interleave_safely():
     """Each add is seen whole or not at all: a reader never sees half of a batch."""
     index = _core.FlatIndex(8)
