@@ -119,3 +119,18 @@ def test_feedback_mines_wrong_retrievals_and_reports(data, trained):
     assert report.changes[0]["rank_after"] <= report.changes[0]["rank_before"]
     untouched = feedback_round(trained.head, x, y, ids, [good], epochs=3)
     assert untouched.triplets == 0 and untouched.head is trained.head
+
+
+def test_feedback_mines_no_negative_of_the_positives_own_class(data, trained):
+    (x, y), _ = data
+    ids = [f"d{i}" for i in range(len(x))]
+    c1 = [i for i in range(len(x)) if y[i] == "c1"]
+    c2 = [i for i in range(len(x)) if y[i] == "c2"]
+    # wanted two specific c1 documents, got other c1 documents and one c2 document
+    case = FeedbackCase("q", 0.2, x[c1[0]], (ids[c1[1]], ids[c1[2]]), (ids[c1[3]], ids[c1[4]], ids[c2[0]]))
+    labels = dict(zip(ids, y))
+    _, (a, p, n) = mine_hard_negatives([case], dict(zip(ids, x)), threshold=0.5, labels=labels)
+    np.testing.assert_array_equal(n, np.stack([x[c2[0]], x[c2[0]]]))  # only the other class's document
+    _, (a_all, _, _) = mine_hard_negatives([case], dict(zip(ids, x)), threshold=0.5)
+    assert len(a_all) == 6  # without labels every wrong document counts
+    assert feedback_round(trained.head, x, y, ids, [case], epochs=3).triplets == 2

@@ -4,7 +4,7 @@ wrong retrievals -> retrain the projection head -> report what changed.
 A failing answer contributes one triplet per (relevant document, wrongly retrieved
 document) pair: anchor = the query's raw visual vector (its image, or the mean of its
 relevant documents for a text question), positive = a relevant document, negative = a
-document it retrieved that is not relevant. The head is retrained from where it was
+document it retrieved that is not relevant and not of the positive's class. The head is retrained from where it was
 with those triplets added to its loss; the report compares, for every failing question,
 the rank of its first relevant document in the adapted space before and after, and the
 held-out recall@1.
@@ -54,11 +54,16 @@ class FeedbackReport:
 
 
 def mine_hard_negatives(cases: Sequence[FeedbackCase], doc_vectors: Mapping[str, np.ndarray], *,
-                        threshold: float | None = None, max_per_case: int = 10) -> tuple[list[FeedbackCase], Triplets]:
+                        threshold: float | None = None, max_per_case: int = 10,
+                        labels: Mapping[str, str] | None = None) -> tuple[list[FeedbackCase], Triplets]:
     """(failing cases, triplets) from answers with correctness < threshold (config: 0.5).
 
     Each failing case yields up to `max_per_case` (anchor, relevant doc, wrong doc)
     triplets, wrong docs in retrieved order. Doc ids missing from `doc_vectors` are skipped.
+    With `labels` (doc id -> the class the head is trained on), a wrong document of the
+    relevant document's own class is no negative for it: the head is trained to pull one
+    class together, and a question that wanted one patient's films among others of that
+    class failed for another reason (a change question answered from the right films).
     """
     threshold = AdaptationConfig().feedback_correctness_threshold if threshold is None else threshold
     failing = [c for c in cases if c.correctness < threshold]
@@ -66,7 +71,8 @@ def mine_hard_negatives(cases: Sequence[FeedbackCase], doc_vectors: Mapping[str,
     for case in failing:
         relevant = [d for d in case.relevant if d in doc_vectors]
         wrong = [d for d in case.retrieved if d not in set(case.relevant) and d in doc_vectors]
-        pairs = [(p, n) for n in wrong for p in relevant][:max_per_case]
+        pairs = [(p, n) for n in wrong for p in relevant
+                 if labels is None or labels.get(n) is None or labels.get(n) != labels.get(p)][:max_per_case]
         for p, n in pairs:
             anchors.append(case.anchor)
             positives.append(doc_vectors[p])
@@ -114,7 +120,8 @@ def feedback_round(
     if not (len(x) == len(labels) == len(doc_ids)):
         raise ValueError(f"features ({len(x)}), labels ({len(labels)}) and doc_ids ({len(doc_ids)}) must match")
     vectors = dict(zip(doc_ids, x))
-    failing, triplets = mine_hard_negatives(cases, vectors, threshold=cfg.feedback_correctness_threshold)
+    failing, triplets = mine_hard_negatives(cases, vectors, threshold=cfg.feedback_correctness_threshold,
+                                            labels=dict(zip(doc_ids, (str(label) for label in labels))))
 
     def held_out(h: ProjectionHead) -> float:
         if val_features is None or val_labels is None or not len(val_labels):
