@@ -316,3 +316,14 @@ def test_a_comparison_is_answered_with_both_states_of_the_compared_document() ->
     # not a comparison: the earlier revision is a rival reading, not a complement
     answer = TemplateGenerator().generate("Show me a two-stage low-pass filter", EvidencePack.from_items("q", items))
     assert not any("1k" in c.text or "RC low-pass filter [" in c.text for c in answer.claims[1:])
+
+
+def test_a_non_prefix_stays_on_its_word_so_non_inverting_is_not_inverting() -> None:
+    pack = EvidencePack.from_items("which amplifier?", [
+        _item(0, "a", 0.9, "Non-inverting op-amp amplifier."),
+        _item(0, "b", 0.8, "Non-inverting op-amp amplifier."),
+        _item(0, "c", 0.7, "Inverting op-amp amplifier."),
+    ])
+    answer = TemplateGenerator().generate("which amplifier?", pack)
+    assert answer.claims[0].text == "Non-inverting op-amp amplifier [Evidence 1, 2]."  # not "Inverting ..." from all three
+    assert all(not c.text.startswith("Inverting") or c.citations == (3,) for c in answer.claims)

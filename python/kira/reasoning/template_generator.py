@@ -315,7 +315,7 @@ class _Candidate:
         return self.support + 0.5 * self.relevance + (1.0 if self.reports_change else 0.0)
 
 
-_PIECE = re.compile(r"[A-Za-z0-9]+(?:\.[0-9]+)?")
+_PIECE = re.compile(r"(?:[Nn][Oo][Nn]-(?=[A-Za-z]))?[A-Za-z0-9]+(?:\.[0-9]+)?")  # "non-inverting" is one word (text_tokens.words)
 _CLAUSE = re.compile(r"(?<=[,;])\s+")
 
 
@@ -356,7 +356,7 @@ def consensus_text(text: str, agreed: frozenset[str], ranges: dict[str, str] | N
         last = 0
         dropped_value = False
         for m in _PIECE.finditer(clause):
-            word = m.group(0).lower()
+            word = m.group(0).lower().replace("-", "")
             drop = word in content_tokens(word) and stem(word) not in agreed
             if drop and word in ranges:
                 out.append(clause[last:m.start()] + ranges[word])

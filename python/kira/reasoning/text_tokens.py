@@ -42,9 +42,13 @@ def stem(word: str) -> str:
     return w
 
 
+_NON = re.compile(r"\bnon-(?=[a-z])")
+
+
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens of `text` (numbers like 0.5 kept whole; hyphens split)."""
-    return _WORD.findall(text.lower().replace("-", " "))
+    """Lower-cased word tokens of `text` (numbers like 0.5 kept whole; hyphens split, but a
+    "non-" prefix stays on its word: "non-inverting" is "noninverting", not "non inverting")."""
+    return _WORD.findall(_NON.sub("non", text.lower()).replace("-", " "))
 
 
 def content_tokens(text: str) -> list[str]:
