@@ -42,10 +42,10 @@ from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
 from kira.pipeline.concepts import ConceptBank, builtin_banks
 from kira.pipeline.change import analogy_item, change_by_analogy
-from kira.pipeline.measured_change import change_along_finding, measured_item
 from kira.pipeline.evidence import build_items
 from kira.pipeline.fine import choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
+from kira.pipeline.measured_change import change_along_finding, measured_item
 from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
 from kira.pipeline.query import (Fused, Ranking, encode_query, expand_query, fuse, lexical_rankings, rerank,
                                  text_rankings, visual_rankings)
