@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from core_data import clustered
 
 from kira import _core
-
-from test_core_hnsw import clustered
 
 
 def capped_reference(x: np.ndarray, ids: np.ndarray, group: np.ndarray, q: np.ndarray, k: int, cap: int,
