@@ -100,3 +100,19 @@ def test_save_load(benchmark, data, tmp_path):
 
     loaded = benchmark(round_trip)
     np.testing.assert_array_equal(loaded.search(q, K)[0], index.search(q, K)[0])
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_capped_batch(benchmark, data, hnsw, kind):
+    """Top 50 with at most 2 per group of 10 consecutive ids (benchmarks/compare_capped.py compares peers)."""
+    x, q, _ = data
+    ids = np.arange(N, dtype=np.int64)
+    groups = _core.GroupMap(ids, ids // 10)
+    flat = _core.FlatIndex(DIM)
+    flat.add(ids, x)
+    exact, _ = flat.search(q, 50, groups=groups, per_group=2)
+    index = flat if kind == "flat" else hnsw
+    found, _ = benchmark(index.search, q, 50, groups=groups, per_group=2)
+    assert all(np.bincount(groups.group_of(row[row >= 0])).max() <= 2 for row in found)
+    documents = np.mean([len(set(a // 10) & set(b // 10)) / len(set(b // 10)) for a, b in zip(found, exact)])
+    assert documents >= (1.0 if kind == "flat" else 0.95)
