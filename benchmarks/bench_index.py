@@ -8,25 +8,15 @@ import numpy as np
 import pytest
 
 from kira import _core
+from kira.eval.synthetic import clustered_vectors
 
 N, DIM, K = 5_000, 64, 10
 
 
-def clustered(n: int, d: int, *, sample: int, seed: int = 0, intrinsic: int = 10, centers: int = 64) -> np.ndarray:
-    """Seeded clustered vectors of low intrinsic dimension (as benchmarks/compare_indexes.py)."""
-    g = np.random.default_rng(seed)
-    proj = g.standard_normal((intrinsic, d)) / np.sqrt(intrinsic)
-    scale = g.uniform(0.5, 2.0, d)
-    mu = g.standard_normal((centers, intrinsic)) * 2.0
-    s = np.random.default_rng([seed, sample + 1])
-    z = mu[s.integers(0, centers, n)] + s.standard_normal((n, intrinsic))
-    return np.sin((z @ proj) * scale).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    x = clustered(N, DIM, sample=0)
-    q = clustered(200, DIM, sample=1)
+    x = clustered_vectors(N, DIM, sample=0)
+    q = clustered_vectors(200, DIM, sample=1)
     flat = _core.FlatIndex(DIM)
     flat.add(np.arange(N), x)
     return x, q, flat.search(q, K)[0]

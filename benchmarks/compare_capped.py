@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from compare_indexes import clustered
 
 from kira import _core
+from kira.eval.synthetic import clustered_vectors
 
 K = 50
 PER_GROUP = 2
@@ -41,7 +41,7 @@ CHUNKS_PER_DOC = 10
 def layout(n: int, d: int, repeated: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ids, group of each id, vectors) for n chunks in documents of CHUNKS_PER_DOC."""
     docs = n // CHUNKS_PER_DOC
-    centres = clustered(docs, d, sample=0)
+    centres = clustered_vectors(docs, d, sample=0, unit=True)
     group = np.repeat(np.arange(docs, dtype=np.int64), CHUNKS_PER_DOC)
     if repeated:
         x = centres[group]
@@ -91,7 +91,7 @@ def document_recall(found: list[np.ndarray], truth: list[np.ndarray], group: np.
 
 def run(n: int, d: int, n_queries: int, repeated: bool, ef: int) -> list[tuple[str, float, float, float]]:
     ids, group, x = layout(n, d, repeated)
-    queries = clustered(n_queries, d, sample=1)
+    queries = clustered_vectors(n_queries, d, sample=1, unit=True)
     gm = _core.GroupMap(ids, group)
     flat = _core.FlatIndex(d)
     flat.add(ids, x)

@@ -32,20 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from kira import _core
+from kira.eval.synthetic import clustered_vectors
 
 K = 10
-
-
-def clustered(n: int, d: int, *, sample: int, seed: int = 0, intrinsic: int = 10, centers: int = 64) -> np.ndarray:
-    """Seeded clustered vectors of low intrinsic dimension (the faiss SyntheticDataset idea)."""
-    g = np.random.default_rng(seed)
-    proj = g.standard_normal((intrinsic, d)) / np.sqrt(intrinsic)
-    scale = g.uniform(0.5, 2.0, d)
-    mu = g.standard_normal((centers, intrinsic)) * 2.0
-    s = np.random.default_rng([seed, sample + 1])
-    z = mu[s.integers(0, centers, n)] + s.standard_normal((n, intrinsic))
-    x = np.sin((z @ proj) * scale).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
 def optional(name: str):
@@ -318,7 +307,7 @@ def hnsw_peers(x: np.ndarray, m: int, efc: int, threads: int, faiss, hnswlib, us
 
 def memory_child(name: str, n: int, d: int, m: int, efc: int, threads: int) -> None:
     """Runs in a fresh process: prints the RSS growth (bytes) of building one index."""
-    x = clustered(n, d, sample=0)
+    x = clustered_vectors(n, d, sample=0, unit=True)
     faiss = optional("faiss") if name.startswith("faiss") else None
     hnswlib = optional("hnswlib") if name == "hnswlib" else None
     us = optional("usearch.index") if name == "usearch" else None
@@ -403,8 +392,8 @@ def hnsw_section(x: np.ndarray, q: np.ndarray, m: int, efc: int, efs: list[int],
 
 def overhead_section(hnswlib, faiss) -> None:
     d = 128
-    x = clustered(1000, d, sample=7)
-    q = clustered(200, d, sample=8)
+    x = clustered_vectors(1000, d, sample=7, unit=True)
+    q = clustered_vectors(200, d, sample=8, unit=True)
     ids = np.arange(1000, dtype=np.int64)
     rows = []
     flat = _core.FlatIndex(d)
@@ -467,8 +456,8 @@ def main() -> None:
         print("### Memory read bandwidth (best numpy reduction over a 1 GiB array)\n")
         table(["threads", "GB/s"], [[1, one], [os.cpu_count(), bw_all]])
     for d in args.dims:
-        x = clustered(args.n, d, sample=0)
-        q = clustered(args.queries, d, sample=1)
+        x = clustered_vectors(args.n, d, sample=0, unit=True)
+        q = clustered_vectors(args.queries, d, sample=1, unit=True)
         if "exact" not in args.skip:
             exact_section(x, q, args.queries, bw_all, faiss)
         if "hnsw" not in args.skip and d in hnsw_dims:

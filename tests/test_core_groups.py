@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from core_data import clustered
 
 from kira import _core
+from kira.eval.synthetic import clustered_vectors
 
 
 def capped_reference(x: np.ndarray, ids: np.ndarray, group: np.ndarray, q: np.ndarray, k: int, cap: int,
@@ -34,11 +34,11 @@ def capped_reference(x: np.ndarray, ids: np.ndarray, group: np.ndarray, q: np.nd
 @pytest.fixture(scope="module")
 def data():
     """4,000 x 48 clustered rows in groups of 8 (consecutive ids), one group made of 8 copies of a row."""
-    x = clustered(4000, 48, sample=0)
+    x = clustered_vectors(4000, 48, sample=0)
     x[800:808] = x[800]  # a document whose chunks all share one vector (captions repeated by regions)
     ids = np.arange(5, 4005, dtype=np.int64)
     group = (ids - 5) // 8
-    q = clustered(12, 48, sample=1)
+    q = clustered_vectors(12, 48, sample=1)
     q[0] = x[800]
     return x, ids, group, q
 
@@ -93,7 +93,7 @@ def test_flat_capped_search_threaded_paths_agree(data):
     index = _core.FlatIndex(48)
     index.add(big_ids, big)
     for m in (2, 16):
-        q = clustered(m, 48, sample=2)
+        q = clustered_vectors(m, 48, sample=2)
         one, _ = index.search(q, 20, groups=gm, per_group=2, threads=1)
         many, _ = index.search(q, 20, groups=gm, per_group=2, threads=2)
         np.testing.assert_array_equal(one, many)
@@ -162,3 +162,19 @@ def test_capped_search_rejects_bad_per_group(data):
         index.search(q, 5, groups=_core.GroupMap(ids, group), per_group=0)
     with pytest.raises(TypeError):
         index.search(q, 5, groups=np.zeros(3))
+
+
+def test_clustered_vectors_are_seeded_and_share_a_distribution():
+    a = clustered_vectors(500, 16, sample=0)
+    np.testing.assert_array_equal(a, clustered_vectors(500, 16, sample=0))  # same seed and sample, same draw
+    b = clustered_vectors(500, 16, sample=1)
+    assert not np.array_equal(a, b) and a.dtype == np.float32 and a.shape == (500, 16)
+    unit = clustered_vectors(500, 16, sample=0, unit=True)
+    np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(unit, a / np.linalg.norm(a, axis=1, keepdims=True), rtol=1e-6)
+    # queries of sample 1 sit nearer the base set of sample 0 (one distribution) than uniform directions do
+    base = clustered_vectors(2000, 64, sample=0, unit=True)
+    queries = clustered_vectors(200, 64, sample=1, unit=True)
+    uniform = np.random.default_rng(0).normal(size=(200, 64))
+    uniform /= np.linalg.norm(uniform, axis=1, keepdims=True)
+    assert np.median((queries @ base.T).max(axis=1)) > np.median((uniform @ base.T).max(axis=1)) + 0.1

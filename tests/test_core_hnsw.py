@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from core_data import clustered
 
 from kira import _core
+from kira.eval.synthetic import clustered_vectors
 
 
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
@@ -16,8 +16,8 @@ def recall(found: np.ndarray, truth: np.ndarray) -> float:
 @pytest.fixture(scope="session")
 def big():
     """50k x 128 clustered, HNSW (M=16, ef_construction=100) and the exact top-10."""
-    x = clustered(50_000, 128, sample=0)
-    q = clustered(300, 128, sample=1)
+    x = clustered_vectors(50_000, 128, sample=0)
+    q = clustered_vectors(300, 128, sample=1)
     ids = np.arange(len(x), dtype=np.int64)
     flat = _core.FlatIndex(128)
     flat.add(ids, x)
@@ -29,8 +29,8 @@ def big():
 
 @pytest.fixture(scope="module")
 def medium():
-    x = clustered(8_000, 64, sample=2)
-    q = clustered(100, 64, sample=3)
+    x = clustered_vectors(8_000, 64, sample=2)
+    q = clustered_vectors(100, 64, sample=3)
     ids = np.arange(len(x), dtype=np.int64) * 3 + 1
     flat = _core.FlatIndex(64)
     flat.add(ids, x)

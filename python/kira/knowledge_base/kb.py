@@ -536,8 +536,6 @@ class KnowledgeBase:
     def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
         """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
         if "groups" not in self._caches:
-            from kira import _core
-
             groups = _core.CompoundGroups()
             kinds: dict[tuple[int, int], str] = {}
             rows = self.store.groups()

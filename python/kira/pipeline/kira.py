@@ -15,7 +15,8 @@ query_expansion      + captioner hypotheses and concept-bank concepts as extra q
 multi_hop            + residual hops (core), compound-document expansion (core) and,
                      for a comparison question about a sequence whose documents state
                      no change, the change of the sequence it resembles
-                     (kira.pipeline.change)
+                     (kira.pipeline.change) or, without one, its change measured along
+                     its finding (kira.pipeline.measured_change)
 grounded             + ReAG critic over the evidence (it reads the question and the
                      query image's description; named documents are kept) and the
                      grounding verifier

@@ -315,7 +315,7 @@ class _Candidate:
         return self.support + 0.5 * self.relevance + (1.0 if self.reports_change else 0.0)
 
 
-_PIECE = re.compile(r"(?:[Nn][Oo][Nn]-(?=[A-Za-z]))?[A-Za-z0-9]+(?:\.[0-9]+)?")  # "non-inverting" is one word (text_tokens.words)
+_PIECE = re.compile(r"(?:non-(?=[a-z]))?[a-z0-9]+(?:\.[0-9]+)?", re.I)  # "non-inverting" is one word (text_tokens.words)
 _CLAUSE = re.compile(r"(?<=[,;])\s+")
 
 

@@ -36,7 +36,8 @@ class EvidenceItem:
     score: the retrieval score after fusion / re-ranking (higher is better; any scale).
     paths: retrieval paths that produced it, e.g. ("visual", "text", "fine", "hop2",
         "temporal", "multiview", "expansion", "analogy": a recorded change lent by
-        kira.pipeline.change).
+        kira.pipeline.change, "measured": a change kira.pipeline.measured_change measured
+        in the subject's own images).
     summary: the chunk's text description (caption, tags, measurable attributes, passage).
     provenance: free-form facts about where it came from (source, caption, tags,
         metadata, ...). ``provenance["caption"]`` / ``["label"]`` / ``["tags"]`` are read
