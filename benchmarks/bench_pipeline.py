@@ -28,3 +28,15 @@ def test_ask_latency(benchmark, kira, variant):
     assert len(result.evidence) >= 1
     assert set(result.answer.citations) <= set(result.evidence.numbers)
     assert result.timings["total"] > 0
+
+
+def test_latency_run_reports_every_stage_and_the_text_search_recall():
+    from latency_ask import run
+
+    logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)
+    out = run(docs=300, per_doc=4, index="hnsw", queries=6)
+    assert out["chunks"] == 1200 and {"text_search", "fusion", "retrieval", "cpu_time"} <= set(out["stages"])
+    assert all(s["p50"] <= s["p99"] for s in out["stages"].values())
+    recall = out["text_recall@50"]
+    assert 0.0 <= recall["asked"] <= 1.0
+    assert recall["in_distribution"] >= 0.9  # 1,200 chunks: the graph search is all but exact

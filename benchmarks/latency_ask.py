@@ -2,6 +2,9 @@
 
     python benchmarks/latency_ask.py [--docs 10000] [--chunks-per-doc 10] [--index hnsw] [--queries 200]
 
+With an HNSW index it also prints the recall@50 of the timed text search against an exact
+search under the same cap (after the timed asks, so it does not affect them).
+
 The knowledge base is written straight through the store (documents with a document
 chunk and patch chunks, clustered random vectors: 256-d visual, 384-d text, as after a
 CLIP projection head and MiniLM), so no model runs while building it. Queries use
@@ -158,11 +161,44 @@ def run(docs: int, per_doc: int, index: str, queries: int, top_k: int = 5, varia
                 for k, v in t.items():
                     per_stage.setdefault(k, []).append(v)
             chunks = sum(kb.store.count_chunks().values())
+            recall = text_search_recall(kb, kira, questions) if index == "hnsw" else None
         finally:
             kb.close()
     stats = {k: {"p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99))} for k, v in per_stage.items()}
     return {"chunks": chunks, "index": index, "queries": queries, "variant": variant, "build_s": build_s,
-            "index_add_s": index_s, "stages": stats}
+            "index_add_s": index_s, "stages": stats, "text_recall@50": recall}
+
+
+def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
+    """How accurate the timed text search is: recall@50 of path B's capped HNSW search (the
+    questions and their expansions, as ask sends them) against an exact FlatIndex under the
+    same cap, and the same for in-distribution queries (stored vectors plus small noise)."""
+    from kira import _core
+    from kira.pipeline.query import encode_query, expand_query
+
+    cfg = kb.config.retrieval
+    hnsw = kb.index("text")
+    ids = hnsw.ids()
+    vectors = np.ascontiguousarray(hnsw.get_vectors(ids))
+    exact = _core.FlatIndex(vectors.shape[1])
+    exact.add(ids, vectors)
+    groups, k = kb.document_groups(), cfg.candidates
+    asked = []
+    for question in questions:
+        q = encode_query(kb, kb.models, question, None)
+        asked += [q.text_vector] + [v for _, v, _ in expand_query(kb.models, q, None, kira.concept_banks, cfg)]
+    rng = np.random.default_rng(5)
+    near = vectors[rng.choice(len(vectors), len(asked), replace=False)]
+    near = near + 0.05 * rng.standard_normal(near.shape).astype(np.float32)
+
+    def recall(queries: np.ndarray) -> float:
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        found, _ = hnsw.search(queries, k, groups=groups, per_group=cfg.text_chunks_per_document)
+        truth, _ = exact.search(queries, k, groups=groups, per_group=cfg.text_chunks_per_document)
+        return float(np.mean([len(set(a[a >= 0]) & set(b[b >= 0])) / max(int((b >= 0).sum()), 1)
+                              for a, b in zip(found, truth)]))
+
+    return {"asked": recall(np.stack(asked)), "in_distribution": recall(near)}
 
 
 def main() -> None:
@@ -185,6 +221,10 @@ def main() -> None:
     print(f"{'stage':<15}{'p50 ms':>10}{'p99 ms':>10}")
     for stage, s in out["stages"].items():
         print(f"{stage:<15}{s['p50']:>10.3f}{s['p99']:>10.3f}")
+    if out["text_recall@50"]:
+        r = out["text_recall@50"]
+        print(f"text search recall@50 vs exact (same cap): asked queries {r['asked']:.3f}, "
+              f"in-distribution queries {r['in_distribution']:.3f}")
 
 
 if __name__ == "__main__":
