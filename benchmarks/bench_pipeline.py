@@ -40,3 +40,18 @@ def test_latency_run_reports_every_stage_and_the_text_search_recall():
     recall = out["text_recall@50"]
     assert 0.0 <= recall["asked"] <= 1.0
     assert recall["in_distribution"] >= 0.9  # 1,200 chunks: the graph search is all but exact
+
+
+def test_latency_run_compares_search_ef_settings_on_one_knowledge_base():
+    from latency_ask import run
+
+    from kira.config import KiraConfig
+
+    default = KiraConfig().retrieval.search_ef
+    logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)
+    out = run(docs=300, per_doc=4, index="hnsw", queries=4, efs=(None, 8))
+    assert set(out["runs"]) == {default, 8}  # None is the config's default search_ef
+    for ef, r in out["runs"].items():
+        assert r["search_ef"] == ef and r["chunks"] == 1200 and "text_search" in r["stages"]
+    # ef 8 < k = 50, so that search runs at 50: a weaker search than the default's
+    assert out["runs"][8]["text_recall@50"]["asked"] <= out["runs"][default]["text_recall@50"]["asked"]

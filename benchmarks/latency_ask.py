@@ -1,9 +1,13 @@
 """Per-stage latency of `Kira.ask` on a knowledge base of >= 100k chunks (synthetic vectors).
 
     python benchmarks/latency_ask.py [--docs 10000] [--chunks-per-doc 10] [--index hnsw] [--queries 200]
+                                     [--ef 64 128]
 
 With an HNSW index it also prints the recall@50 of the timed text search against an exact
-search under the same cap (after the timed asks, so it does not affect them).
+search under the same cap (after the timed asks, so it does not affect them). `--ef` runs
+the asks once per `RetrievalConfig.search_ef` value on the same knowledge base, each
+question asked by every setting in turn (who goes first rotates), so the settings are
+compared under the same machine load and the same cache warmth.
 
 The knowledge base is written straight through the store (documents with a document
 chunk and patch chunks, clustered random vectors: 256-d visual, 384-d text, as after a
@@ -135,8 +139,13 @@ def build_synthetic_kb(path: Path, docs: int, per_doc: int, index: str, seed: in
     return kb, build_s
 
 
-def run(docs: int, per_doc: int, index: str, queries: int, top_k: int = 5, variant: str = "full") -> dict:
-    """Build the synthetic KB, run `queries` asks, return per-stage p50/p99 (ms)."""
+def run(docs: int, per_doc: int, index: str, queries: int, top_k: int = 5, variant: str = "full",
+        efs: tuple[int | None, ...] = (None,)) -> dict:
+    """Build the synthetic KB, run `queries` asks per `search_ef` in `efs` (None: the config's
+    default), interleaved question by question; per ef the per-stage p50/p99 (ms) and the text
+    search's recall@50. With one ef the result is that run's dict; with several, {"runs": {ef: ...}}."""
+    from dataclasses import replace
+
     from kira.pipeline import Kira
 
     logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)  # synthetic text: the critic falls back often
@@ -145,28 +154,42 @@ def run(docs: int, per_doc: int, index: str, queries: int, top_k: int = 5, varia
         kb, index_s = build_synthetic_kb(Path(tmp) / "kb", docs, per_doc, index)
         build_s = time.perf_counter() - t0
         try:
-            kira = Kira(kb)
+            engines = {}
+            for ef in efs:
+                config = kb.config
+                if ef is not None:
+                    config = config.replace(retrieval=replace(config.retrieval, search_ef=ef))
+                engines[config.retrieval.search_ef] = Kira(kb, config=config)
             rng = np.random.default_rng(1)
             questions = [" ".join(rng.choice(WORDS, 3)) for _ in range(queries)]
-            for q in questions[:5]:  # warm-up (concept-bank vectors, caches)
-                kira.ask(q, top_k=top_k, variant=variant)
-            per_stage: dict[str, list[float]] = {}
-            for q in questions:
-                cpu0 = time.process_time()
-                result = kira.ask(q, top_k=top_k, variant=variant)
-                cpu_ms = (time.process_time() - cpu0) * 1000.0
-                t = dict(result.timings)
-                t["cpu_time"] = cpu_ms  # CPU time of the whole ask: less sensitive to a busy machine than wall time
-                t["retrieval"] = t["total"] - t.get("encode", 0.0)
-                for k, v in t.items():
-                    per_stage.setdefault(k, []).append(v)
+            for kira in engines.values():
+                for q in questions[:5]:  # warm-up (concept-bank vectors, caches)
+                    kira.ask(q, top_k=top_k, variant=variant)
+            per_stage: dict[int, dict[str, list[float]]] = {ef: {} for ef in engines}
+            order = list(engines.items())
+            for n, q in enumerate(questions):
+                # the settings take turns going first: a repeated question finds warm caches
+                # (its encoding, the critic's), which must not favour one setting
+                for ef, kira in order[n % len(order):] + order[: n % len(order)]:
+                    cpu0 = time.process_time()
+                    result = kira.ask(q, top_k=top_k, variant=variant)
+                    cpu_ms = (time.process_time() - cpu0) * 1000.0
+                    t = dict(result.timings)
+                    t["cpu_time"] = cpu_ms  # CPU time of the whole ask: less sensitive to a busy machine than wall time
+                    t["retrieval"] = t["total"] - t.get("encode", 0.0)
+                    for k, v in t.items():
+                        per_stage[ef].setdefault(k, []).append(v)
             chunks = sum(kb.store.count_chunks().values())
-            recall = text_search_recall(kb, kira, questions) if index == "hnsw" else None
+            recall = {ef: text_search_recall(kb, kira, questions) if index == "hnsw" else None
+                      for ef, kira in engines.items()}
         finally:
             kb.close()
-    stats = {k: {"p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99))} for k, v in per_stage.items()}
-    return {"chunks": chunks, "index": index, "queries": queries, "variant": variant, "build_s": build_s,
-            "index_add_s": index_s, "stages": stats, "text_recall@50": recall}
+    runs = {}
+    for ef, stages in per_stage.items():
+        stats = {k: {"p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99))} for k, v in stages.items()}
+        runs[ef] = {"chunks": chunks, "index": index, "queries": queries, "variant": variant, "build_s": build_s,
+                    "index_add_s": index_s, "search_ef": ef, "stages": stats, "text_recall@50": recall[ef]}
+    return next(iter(runs.values())) if len(runs) == 1 else {"runs": runs}
 
 
 def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
@@ -176,7 +199,7 @@ def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
     from kira import _core
     from kira.pipeline.query import encode_query, expand_query
 
-    cfg = kb.config.retrieval
+    cfg = kira.config.retrieval
     hnsw = kb.index("text")
     ids = hnsw.ids()
     vectors = np.ascontiguousarray(hnsw.get_vectors(ids))
@@ -193,7 +216,7 @@ def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
 
     def recall(queries: np.ndarray) -> float:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        found, _ = hnsw.search(queries, k, groups=groups, per_group=cfg.text_chunks_per_document)
+        found, _ = hnsw.search(queries, k, groups=groups, per_group=cfg.text_chunks_per_document, ef=cfg.search_ef)
         truth, _ = exact.search(queries, k, groups=groups, per_group=cfg.text_chunks_per_document)
         return float(np.mean([len(set(a[a >= 0]) & set(b[b >= 0])) / max(int((b >= 0).sum()), 1)
                               for a, b in zip(found, truth)]))
@@ -208,23 +231,30 @@ def main() -> None:
     parser.add_argument("--index", choices=("flat", "hnsw"), default="hnsw")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--variant", default="full")
+    parser.add_argument("--ef", type=int, nargs="+", default=None,
+                        help="RetrievalConfig.search_ef values to compare (default: the config's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    out = run(args.docs, args.chunks_per_doc, args.index, args.queries, variant=args.variant)
+    efs = tuple(dict.fromkeys(args.ef)) if args.ef else (None,)
+    out = run(args.docs, args.chunks_per_doc, args.index, args.queries, variant=args.variant, efs=efs)
+    runs = list(out["runs"].values()) if "runs" in out else [out]
     if args.json:
         print(json.dumps(out, indent=2))
         return
     from kira import _core
 
-    print(f"kira ask latency: {out['chunks']:,} chunks, {out['index']} index, variant {out['variant']}, "
-          f"{out['queries']} queries, simd {_core.simd_level()} (KB build {out['build_s']:.1f} s)")
-    print(f"{'stage':<15}{'p50 ms':>10}{'p99 ms':>10}")
-    for stage, s in out["stages"].items():
-        print(f"{stage:<15}{s['p50']:>10.3f}{s['p99']:>10.3f}")
-    if out["text_recall@50"]:
-        r = out["text_recall@50"]
-        print(f"text search recall@50 vs exact (same cap): asked queries {r['asked']:.3f}, "
-              f"in-distribution queries {r['in_distribution']:.3f}")
+    first = runs[0]
+    print(f"kira ask latency: {first['chunks']:,} chunks, {first['index']} index, variant {first['variant']}, "
+          f"{first['queries']} queries, simd {_core.simd_level()} (KB build {first['build_s']:.1f} s)")
+    heads = "".join(f"{'p50 ef ' + str(r['search_ef']):>14}{'p99':>8}" for r in runs)
+    print(f"{'stage':<15}{heads}")
+    for stage in first["stages"]:
+        print(f"{stage:<15}" + "".join(f"{r['stages'][stage]['p50']:>14.3f}{r['stages'][stage]['p99']:>8.3f}" for r in runs))
+    for r in runs:
+        if r["text_recall@50"]:
+            rec = r["text_recall@50"]
+            print(f"ef {r['search_ef']}: text search recall@50 vs exact (same cap): asked queries {rec['asked']:.3f}, "
+                  f"in-distribution queries {rec['in_distribution']:.3f}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -56,6 +58,44 @@ def test_recall_at_ef64_against_flat(big):
     low = recall(hnsw.search(q, 10)[0], truth)
     hnsw.ef_search = 64
     assert low < recall(found, truth)  # ef_search really changes the search
+
+
+def test_per_call_ef_matches_the_setting_and_leaves_it_alone(big):
+    hnsw, q, truth = big
+    hnsw.ef_search = 8
+    low_ids, low_scores = hnsw.search(q, 10)
+    hnsw.ef_search = 64
+    high_ids, high_scores = hnsw.search(q, 10)
+    for ef, ids, scores in ((8, low_ids, low_scores), (64, high_ids, high_scores)):
+        got_ids, got_scores = hnsw.search(q, 10, ef=ef, threads=2)
+        np.testing.assert_array_equal(got_ids, ids)
+        np.testing.assert_array_equal(got_scores, scores)
+    assert hnsw.ef_search == 64  # the per-call ef did not change the shared setting
+    assert recall(hnsw.search(q, 10, ef=8)[0], truth) < recall(hnsw.search(q, 10, ef=200)[0], truth)
+    # below k the list is k long, as with ef_search
+    np.testing.assert_array_equal(hnsw.search(q, 10, ef=1)[0], hnsw.search(q, 10, ef=10)[0])
+
+
+def test_concurrent_searches_each_keep_their_own_ef(big):
+    hnsw, q, _ = big
+    expected = {ef: hnsw.search(q[:40], 10, ef=ef)[0] for ef in (8, 200)}
+    with ThreadPoolExecutor(4) as pool:
+        futures = [(ef, pool.submit(hnsw.search, q[:40], 10, ef=ef, threads=1)) for _ in range(6) for ef in (8, 200)]
+        for ef, future in futures:
+            np.testing.assert_array_equal(future.result()[0], expected[ef])
+
+
+@pytest.mark.parametrize("ef", [0, -3])
+def test_per_call_ef_must_be_positive(medium_hnsw, ef):
+    with pytest.raises(ValueError, match="ef must be a positive integer"):
+        medium_hnsw.search(np.ones(64, np.float32), 5, ef=ef)
+
+
+def test_flat_index_takes_no_ef():
+    flat = _core.FlatIndex(4)
+    flat.add(np.arange(3), np.eye(3, 4, dtype=np.float32))
+    with pytest.raises(TypeError):
+        flat.search(np.ones(4, np.float32), 2, ef=10)
 
 
 def test_batch_threads_equal_single_queries(big):

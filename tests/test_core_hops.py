@@ -186,6 +186,22 @@ def test_takes_an_hnsw_index_too(data):
     assert len(set(approx.ids.tolist()) & set(exact.ids.tolist())) >= 0.9 * len(exact.ids)
 
 
+def test_per_call_ef_reaches_the_hnsw_search_and_a_flat_index_ignores_it(data):
+    vectors, flat = data
+    hnsw = HNSWIndex(48, M=16, ef_construction=100)
+    hnsw.add(np.arange(len(vectors), dtype=np.int64), vectors)
+    q = vectors[5] + vectors[6]
+    for ef in (4, 200):
+        hnsw.ef_search = ef
+        by_setting = residual_hops(hnsw, q, 20, confidence=2.0)
+        hnsw.ef_search = 64
+        by_call = residual_hops(hnsw, q, 20, confidence=2.0, ef=ef)
+        assert hnsw.ef_search == 64
+        assert by_call.ids.tolist() == by_setting.ids.tolist()
+        assert [h.ids.tolist() for h in by_call.hops] == [h.ids.tolist() for h in by_setting.hops]
+    assert residual_hops(flat, q, 20, ef=4).ids.tolist() == residual_hops(flat, q, 20).ids.tolist()
+
+
 def test_repr_names_the_stop_reason(data):
     vectors, index = data
     trace = residual_hops(index, vectors[0], 1)
@@ -207,6 +223,7 @@ def test_repr_names_the_stop_reason(data):
         (np.ones(48, dtype=np.float32), {"beta": math.inf}, "beta"),
         (np.ones(48, dtype=np.float32), {"confidence": math.nan}, "confidence"),
         (np.ones(48, dtype=np.float32), {"allow": np.array([1], dtype=np.int32)}, "int64"),
+        (np.ones(48, dtype=np.float32), {"ef": 0}, "ef must be"),
     ],
 )
 def test_bad_input_raises_value_error_with_the_fix(data, query, kwargs, message):

@@ -241,3 +241,34 @@ def test_bad_input(kb):
         kira.ask("x", top_k=0)
     with pytest.raises(ValueError):
         kira.ask(image=np.zeros((0, 4, 3), np.uint8))
+
+
+def test_every_hnsw_search_of_an_ask_uses_the_configured_ef(tmp_path, monkeypatch):
+    import dataclasses
+
+    from kira import _core
+
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(), index="hnsw") as base:
+        base.add_image(flat(RED, spot=(BLUE, 8, 8, 20)), doc_id="red", caption="red card scan")
+        base.add_image(flat(GREEN, spot=(YELLOW, 30, 10, 16)), doc_id="green", caption="green lawn with a flower")
+        base.add_image(flat(BLUE), doc_id="blue", caption="blue sky")
+        base.commit()
+        seen: list[tuple[str, object]] = []
+        search, hops = _core.HNSWIndex.search, _core.residual_hops
+
+        def spy_search(self, *args, **kwargs):
+            seen.append(("search", kwargs.get("ef")))
+            return search(self, *args, **kwargs)
+
+        def spy_hops(*args, **kwargs):
+            seen.append(("hops", kwargs.get("ef")))
+            return hops(*args, **kwargs)
+
+        monkeypatch.setattr(_core.HNSWIndex, "search", spy_search)
+        monkeypatch.setattr(_core, "residual_hops", spy_hops)
+        config = base.config.replace(retrieval=dataclasses.replace(base.config.retrieval, search_ef=77))
+        result = Kira(base, config=config).ask("the green lawn", image=flat(GREEN, spot=(YELLOW, 30, 10, 16)))
+        assert result.evidence.items[0].doc_id == "green"
+    kinds = {kind for kind, _ in seen}
+    assert kinds == {"search", "hops"} and len(seen) >= 4  # visual, text, fine, feedback searches and the hops
+    assert all(ef == 77 for _, ef in seen), seen

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.hpp"
@@ -108,8 +109,9 @@ std::string as_path(const py::object& path) {
 template <class Index>
 py::tuple search_impl(const Index& index, const py::object& queries, py::ssize_t k, const py::object& allow,
                       const std::shared_ptr<GroupMap>& groups, py::ssize_t per_group,
-                      const std::optional<py::ssize_t>& threads) {
+                      const std::optional<py::ssize_t>& threads, const std::optional<py::ssize_t>& ef = std::nullopt) {
   const std::size_t kk = as_k(k);
+  if (ef && *ef < 1) bad("ef must be a positive integer or None (the index's ef_search), got " + std::to_string(*ef));
   const std::size_t t = as_threads(threads);
   Rows q = as_rows(queries, index.dim(), "queries", true);
   std::optional<IdFilter> filter;
@@ -122,7 +124,12 @@ py::tuple search_impl(const Index& index, const py::object& queries, py::ssize_t
   float* sp = scores.mutable_data();
   {
     py::gil_scoped_release release;
-    index.search(q.data, q.n, kk, filter ? &*filter : nullptr, groups ? &limit : nullptr, t, ip, sp);
+    if constexpr (std::is_same_v<Index, HNSWIndex>) {
+      index.search(q.data, q.n, kk, filter ? &*filter : nullptr, groups ? &limit : nullptr, t, ip, sp,
+                   ef ? static_cast<std::size_t>(*ef) : 0);
+    } else {
+      index.search(q.data, q.n, kk, filter ? &*filter : nullptr, groups ? &limit : nullptr, t, ip, sp);
+    }
   }
   return py::make_tuple(ids, scores);
 }
@@ -161,6 +168,23 @@ void save_impl(const Index& index, const py::object& path) {
   index.save(p);
 }
 
+// search's docstring, shared by FlatIndex and HNSWIndex (HNSWIndex adds its ef line).
+constexpr const char* kSearchDoc =
+    "Top-k cosine search.\n\n"
+    "queries: float32 C-contiguous (m, dim) or (dim,) (m = 1); normalised here, not in place.\n"
+    "k: results per query, >= 1.\n"
+    "allow: optional int64 ids; only these ids may be returned (unknown ids are ignored).\n"
+    "groups: optional GroupMap; then at most per_group (>= 1) results of one group come\n"
+    "back, the best of each (FlatIndex: exactly the top k under that cap), so fewer than\n"
+    "k may return when few groups exist. Ids the map does not label are each their own group.\n"
+    "threads: worker threads for the batch (None = all cores).\n"
+    "Returns (ids int64 (m, k), scores float32 (m, k)) best first, ties to the smaller id,\n"
+    "padded with id -1 and score -inf when fewer than k results exist.\n"
+    "Raises ValueError for float64/non-contiguous/wrong-shaped queries (no silent copy),\n"
+    "NaN/inf or all-zero query rows, k < 1, threads < 1.\n"
+    "Thread safety: concurrent search calls from several Python threads are safe and run\n"
+    "in parallel (shared lock; the GIL is released).";
+
 // Methods FlatIndex and HNSWIndex share, with the same docstrings.
 template <class Index, class Class>
 void bind_common(Class& cls, const char* name) {
@@ -169,22 +193,6 @@ void bind_common(Class& cls, const char* name) {
           "Remove ids (int64 1-d array or sequence of ints).\n\n"
           "Raises ValueError, leaving the index unchanged, if an id is not present or is repeated.\n"
           "Thread safety: exclusive; waits for running searches and blocks new ones. GIL released.");
-  cls.def("search", &search_impl<Index>, "queries"_a, "k"_a, py::kw_only(), "allow"_a = py::none(),
-          "groups"_a = py::none(), "per_group"_a = 1, "threads"_a = py::none(),
-          "Top-k cosine search.\n\n"
-          "queries: float32 C-contiguous (m, dim) or (dim,) (m = 1); normalised here, not in place.\n"
-          "k: results per query, >= 1.\n"
-          "allow: optional int64 ids; only these ids may be returned (unknown ids are ignored).\n"
-          "groups: optional GroupMap; then at most per_group (>= 1) results of one group come\n"
-          "back, the best of each (FlatIndex: exactly the top k under that cap), so fewer than\n"
-          "k may return when few groups exist. Ids the map does not label are each their own group.\n"
-          "threads: worker threads for the batch (None = all cores).\n"
-          "Returns (ids int64 (m, k), scores float32 (m, k)) best first, ties to the smaller id,\n"
-          "padded with id -1 and score -inf when fewer than k results exist.\n"
-          "Raises ValueError for float64/non-contiguous/wrong-shaped queries (no silent copy),\n"
-          "NaN/inf or all-zero query rows, k < 1, threads < 1.\n"
-          "Thread safety: concurrent search calls from several Python threads are safe and run\n"
-          "in parallel (shared lock; the GIL is released).");
   cls.def("__len__", &Index::size, "Number of stored vectors. Thread safety: shared lock.");
   cls.def_property_readonly("dim", &Index::dim, "Vector dimension (fixed at construction).");
   cls.def_property_readonly(
@@ -291,6 +299,14 @@ void bind_indexes(py::module_& m) {
       "in ids, float64 or non-contiguous vectors (convert with np.asarray(v, dtype=np.float32)),\n"
       "a wrong shape, NaN/inf or all-zero rows.\n"
       "Thread safety: exclusive; waits for running searches. GIL released.");
+  flat.def(
+      "search",
+      [](const FlatIndex& index, const py::object& queries, py::ssize_t k, const py::object& allow,
+         const std::shared_ptr<GroupMap>& groups, py::ssize_t per_group, const std::optional<py::ssize_t>& threads) {
+        return search_impl(index, queries, k, allow, groups, per_group, threads);
+      },
+      "queries"_a, "k"_a, py::kw_only(), "allow"_a = py::none(), "groups"_a = py::none(), "per_group"_a = 1,
+      "threads"_a = py::none(), kSearchDoc);
   bind_common<FlatIndex>(flat, "FlatIndex");
   flat.def("__repr__", [](const FlatIndex& i) {
     return "FlatIndex(dim=" + std::to_string(i.dim()) + ", dtype=\"" + dtype_name(i.dtype()) +
@@ -358,6 +374,12 @@ void bind_indexes(py::module_& m) {
   hnsw.def_property_readonly("ef_construction", [](const HNSWIndex& i) { return i.params().ef_construction; },
                              "Candidate list size used while inserting.");
   hnsw.def_property_readonly("seed", [](const HNSWIndex& i) { return i.params().seed; }, "Seed of the layer assignment.");
+  hnsw.def("search", &search_impl<HNSWIndex>, "queries"_a, "k"_a, py::kw_only(), "allow"_a = py::none(),
+           "groups"_a = py::none(), "per_group"_a = 1, "threads"_a = py::none(), "ef"_a = py::none(),
+           (std::string(kSearchDoc) +
+            "\nef: candidate list size for this call (None = ef_search); the search uses max(ef, k).\n"
+            "A per-call ef leaves ef_search alone, so concurrent callers may each pass their own.")
+               .c_str());
   bind_common<HNSWIndex>(hnsw, "HNSWIndex");
   hnsw.def("__repr__", [](const HNSWIndex& i) {
     return "HNSWIndex(dim=" + std::to_string(i.dim()) + ", M=" + std::to_string(i.params().M) + ", dtype=\"" +

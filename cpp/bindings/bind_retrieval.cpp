@@ -226,7 +226,7 @@ void bind_hops(py::module_& m) {
   m.def(
       "residual_hops",
       [](const CosineIndex& index, py::object query, py::object k, double beta,
-         py::object max_hops, double confidence, py::object allow) {
+         py::object max_hops, double confidence, py::object allow, py::object ef) {
         auto q = checked_array<float>(query, "query", 1);
         if (static_cast<std::size_t>(q.size()) != index.dim()) {
           throw std::invalid_argument("query has " + std::to_string(q.size()) +
@@ -237,6 +237,11 @@ void bind_hops(py::module_& m) {
         if (kk < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(kk));
         const std::int64_t hops = as_int(max_hops, "max_hops");
         if (hops < 1) throw std::invalid_argument("max_hops must be >= 1");
+        std::int64_t ef_value = 0;
+        if (!ef.is_none()) {
+          ef_value = as_int(ef, "ef");
+          if (ef_value < 1) throw std::invalid_argument("ef must be >= 1 or None (the index's own), got " + std::to_string(ef_value));
+        }
         std::optional<IdFilter> filter;
         std::vector<id_t> allowed;
         if (!allow.is_none()) allowed = id_list(allow, "allow");
@@ -244,6 +249,7 @@ void bind_hops(py::module_& m) {
         options.beta = beta;
         options.max_hops = static_cast<std::size_t>(hops);
         options.confidence = confidence;
+        options.ef = static_cast<std::size_t>(ef_value);
         std::vector<float> qv(q.data(), q.data() + q.size());
         HopTrace trace;
         {
@@ -255,7 +261,7 @@ void bind_hops(py::module_& m) {
         return trace;
       },
       py::arg("index"), py::arg("query"), py::arg("k"), py::kw_only(), py::arg("beta") = 0.3,
-      py::arg("max_hops") = 3, py::arg("confidence") = 0.85, py::arg("allow") = py::none(),
+      py::arg("max_hops") = 3, py::arg("confidence") = 0.85, py::arg("allow") = py::none(), py::arg("ef") = py::none(),
       R"doc(Residual multi-hop retrieval in one native call.
 
 Hop 1 searches with the unit-normalised query. After each hop the query becomes
@@ -277,6 +283,8 @@ k : results per hop, >= 1.
 beta : keyword-only, >= 0 (KIRA: 0.3).  max_hops : >= 1 (KIRA: 3).
 confidence : stop threshold (KIRA: 0.85).
 allow : None, or ids (int64 array or int sequence) the hops may return.
+ef : None, or an HNSWIndex's candidate list per hop (>= 1; the search uses max(ef, k)),
+    leaving its ef_search alone; a FlatIndex is exact and ignores it.
 
 Returns
 -------
@@ -287,7 +295,7 @@ smaller id) with .first_hop.
 Raises
 ------
 ValueError: wrong dtype/shape/dimension, NaN/inf or zero query, k < 1, max_hops < 1,
-beta < 0 or not finite, NaN confidence.
+beta < 0 or not finite, NaN confidence, ef < 1.
 
 Thread safety: the GIL is released; safe to run concurrently with searches on the same
 index, not with add/remove on it.)doc");

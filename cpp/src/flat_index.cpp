@@ -99,7 +99,7 @@ void FlatIndex::search(const float* queries, std::size_t m, std::size_t k, const
 }
 
 void FlatIndex::search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids,
-                           float* scores) const {
+                           float* scores, std::size_t /*ef*/) const {
   search(query, 1, k, allow, nullptr, 1, ids, scores);
 }
 

@@ -401,7 +401,7 @@ void HNSWIndex::remove(const id_t* ids, std::size_t n) {
   }
 }
 
-void HNSWIndex::search_locked(const float* unit, std::size_t k, const std::uint8_t* allowed,
+void HNSWIndex::search_locked(const float* unit, std::size_t k, std::size_t ef, const std::uint8_t* allowed,
                               const GroupLimit* groups, VisitedList& visited, id_t* out_ids, float* out_scores) const {
   TopK top(k, groups);
   if (max_level_ >= 0) {
@@ -410,15 +410,17 @@ void HNSWIndex::search_locked(const float* unit, std::size_t k, const std::uint8
     float ep_score = q.score(ep);
     ep = greedy<false>(q, ep, ep_score, max_level_, 0);
     std::vector<Scored> found;
-    search_layer<false>(q, ep, ep_score, std::max(ef_search(), k), 0, allowed, groups, visited, found);
+    search_layer<false>(q, ep, ep_score, std::max(ef, k), 0, allowed, groups, visited, found);
     for (const Scored& s : found) top.push(s.first, node_ids_[s.second]);
   }
   top.write(out_ids, out_scores);
 }
 
 void HNSWIndex::search(const float* queries, std::size_t m, std::size_t k, const IdFilter* allow,
-                       const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const {
+                       const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores,
+                       std::size_t ef) const {
   if (k == 0) throw std::invalid_argument("k must be at least 1");
+  if (ef == 0) ef = ef_search();  // read once: a concurrent set_ef_search does not split a batch
   std::vector<float> units(m * dim_);
   normalize_rows(queries, m, dim_, units.data(), "queries");
   std::shared_lock lock(mutex_);
@@ -459,13 +461,15 @@ void HNSWIndex::search(const float* queries, std::size_t m, std::size_t k, const
   parallel_for(m, workers, 4, [&](std::size_t b, std::size_t e, std::size_t) {
     auto visited = visited_->acquire();
     for (std::size_t j = b; j < e; ++j)
-      search_locked(units.data() + j * dim_, k, allowed, groups, *visited, out_ids + j * k, out_scores + j * k);
+      search_locked(units.data() + j * dim_, k, ef, allowed, groups, *visited, out_ids + j * k,
+                      out_scores + j * k);
     visited_->release(std::move(visited));
   });
 }
 
-void HNSWIndex::search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids, float* scores) const {
-  search(query, 1, k, allow, nullptr, 1, ids, scores);
+void HNSWIndex::search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids, float* scores,
+                           std::size_t ef) const {
+  search(query, 1, k, allow, nullptr, 1, ids, scores, ef);
 }
 
 bool HNSWIndex::reconstruct(id_t id, float* out) const {

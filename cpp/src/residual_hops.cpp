@@ -53,7 +53,7 @@ HopTrace residual_hops(const CosineIndex& index, const float* query, std::size_t
   std::vector<double> mean(dim);
 
   for (std::size_t h = 0; h < options.max_hops; ++h) {
-    index.search_one(q.data(), k, allow, ids.data(), scores.data());
+    index.search_one(q.data(), k, allow, ids.data(), scores.data(), options.ef);
     Hop hop;
     hop.query = q;
     double sum = 0.0;

@@ -86,9 +86,10 @@ class HNSWIndex(CosineIndex):
         groups: GroupMap | None = None,
         per_group: int = 1,
         threads: int | None = None,
+        ef: int | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """(ids (m, k), scores (m, k)) best first, padded with -1 / -inf; with groups at most
-        per_group results of one group; thread-safe."""
+        per_group results of one group; candidate list max(ef or ef_search, k); thread-safe."""
     ef_search: int
     @property
     def M(self) -> int: ...
@@ -167,10 +168,12 @@ def residual_hops(
     max_hops: int = 3,
     confidence: float = 0.85,
     allow: npt.NDArray[np.int64] | Sequence[int] | None = None,
+    ef: int | None = None,
 ) -> HopTrace:
     """Residual multi-hop retrieval: q <- normalize(q - beta * mean(unit vectors of the hop's
     results)); a hop's confidence is the mean cosine of its valid top-k results; stops on
-    'confidence', 'no_new', 'max_hops' or 'zero_residual' (beta >= 1 only)."""
+    'confidence', 'no_new', 'max_hops' or 'zero_residual' (beta >= 1 only). ef: an
+    HNSWIndex's candidate list per hop (None = its ef_search); a FlatIndex ignores it."""
 
 def extract_regions(
     attention: npt.NDArray[np.float32],

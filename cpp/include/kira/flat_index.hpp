@@ -41,7 +41,7 @@ class FlatIndex final : public CosineIndex {
               const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const;
 
   void search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids,
-                  float* scores) const override;
+                  float* scores, std::size_t ef) const override;  // exact: ef is ignored
   bool reconstruct(id_t id, float* out) const override;
 
   bool contains(id_t id) const;

@@ -54,16 +54,18 @@ class HNSWIndex final : public CosineIndex {
   // As FlatIndex::add; threads: insertion workers (0 = all cores).
   void add(const id_t* ids, const float* vectors, std::size_t n, std::size_t threads);
   void remove(const id_t* ids, std::size_t n);
-  // Top-k with candidate list max(ef_search, k). With allow, an allow set of at most
-  // max(1024, size / 10) live ids is searched exactly; a larger one filters the graph
-  // search (only allowed ids enter the result list). With groups, at most per_group
-  // results of one group enter the candidate list, so k results from k / per_group groups
-  // or more come back without raising ef.
+  // Top-k with candidate list max(ef, k), where ef = 0 means the index's ef_search (a
+  // per-call ef leaves the shared setting alone, so concurrent callers may each use their
+  // own). With allow, an allow set of at most max(1024, size / 10) live ids is searched
+  // exactly; a larger one filters the graph search (only allowed ids enter the result
+  // list). With groups, at most per_group results of one group enter the candidate list,
+  // so k results from k / per_group groups or more come back without raising ef.
   void search(const float* queries, std::size_t m, std::size_t k, const IdFilter* allow,
-              const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores) const;
+              const GroupLimit* groups, std::size_t threads, id_t* out_ids, float* out_scores,
+              std::size_t ef = 0) const;
 
   void search_one(const float* query, std::size_t k, const IdFilter* allow, id_t* ids,
-                  float* scores) const override;
+                  float* scores, std::size_t ef) const override;
   bool reconstruct(id_t id, float* out) const override;
   bool contains(id_t id) const;
   std::vector<id_t> ids() const;
@@ -92,8 +94,8 @@ class HNSWIndex final : public CosineIndex {
   void select_neighbors(std::vector<Scored>& candidates, std::size_t m, std::vector<float>& scratch) const;
   void insert(std::uint32_t node, const float* unit, VisitedList& visited);
   void write_links(std::uint32_t node, int level, std::vector<Scored>& chosen, std::vector<float>& scratch);
-  void search_locked(const float* unit, std::size_t k, const std::uint8_t* allowed, const GroupLimit* groups,
-                     VisitedList& visited, id_t* out_ids, float* out_scores) const;
+  void search_locked(const float* unit, std::size_t k, std::size_t ef, const std::uint8_t* allowed,
+                     const GroupLimit* groups, VisitedList& visited, id_t* out_ids, float* out_scores) const;
 
   std::size_t dim_;
   Dtype dtype_;

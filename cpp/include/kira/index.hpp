@@ -35,10 +35,12 @@ class CosineIndex {
   virtual std::size_t dim() const = 0;
   virtual std::size_t size() const = 0;
   // Top-k for one unit-norm query of dim() floats. Writes exactly k results into ids and
-  // scores, best first, padding with id -1 and score -inf. allow may be null.
+  // scores, best first, padding with id -1 and score -inf. allow may be null. ef: the
+  // candidate list of an approximate index for this call (0 = its own setting); an exact
+  // index ignores it.
   // Thread safety: may run concurrently with other searches.
   virtual void search_one(const float* query, std::size_t k, const IdFilter* allow,
-                          id_t* ids, float* scores) const = 0;
+                          id_t* ids, float* scores, std::size_t ef) const = 0;
   // Decodes the stored (unit-norm) vector of id into out[dim()]; false for an unknown id.
   virtual bool reconstruct(id_t id, float* out) const = 0;
 };

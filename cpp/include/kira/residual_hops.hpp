@@ -14,6 +14,7 @@ struct HopOptions {
   double beta = 0.3;         // q' = normalize(q - beta * mean(vectors of the hop's results))
   std::size_t max_hops = 3;  // >= 1
   double confidence = 0.85;  // stop once a hop's confidence >= this
+  std::size_t ef = 0;        // an HNSW index's candidate list per hop (0 = its ef_search); exact indexes ignore it
 };
 
 struct Hop {

@@ -126,7 +126,7 @@ def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.n
     if norm == 0:
         return None
     centroid = (centroid / norm).astype(np.float32)
-    (ids, scores), = search(index, centroid[None, :], config.candidates, allow)
+    (ids, scores), = search(index, centroid[None, :], config.candidates, allow, ef=config.search_ef)
     weight = config.visual_weight * config.feedback_weight_scale
     if named.any():
         weight *= config.named_feedback_weight_scale

@@ -56,6 +56,7 @@ def fine_ranking(kb: Any, fine: FineQuery, config: KiraConfig, allow: np.ndarray
         parts = np.intersect1d(parts, allow, assume_unique=True)
     if not len(parts):
         return Ranking("fine", np.zeros(0, np.int64), np.zeros(0, np.float32), 0.0, "crop")
-    (ids, scores), = search(kb.index("visual"), fine.vector[None, :], config.retrieval.candidates, parts)
+    (ids, scores), = search(kb.index("visual"), fine.vector[None, :], config.retrieval.candidates, parts,
+                            ef=config.retrieval.search_ef)
     weight = config.retrieval.visual_weight * config.retrieval.fine_weight_scale
     return Ranking("fine", ids, scores, weight, f"crop {fine.box}")

@@ -40,6 +40,7 @@ def residual_hop_rankings(kb: Any, query: np.ndarray, config: KiraConfig, allow:
     trace = _core.residual_hops(
         index, np.ascontiguousarray(query, dtype=np.float32), k,
         beta=config.hops.beta, max_hops=config.hops.max_hops, confidence=config.hops.confidence, allow=allow,
+        ef=config.retrieval.search_ef,
     )
     out = HopResult(stop_reason=str(trace.stop_reason))
     for n, hop in enumerate(trace.hops, start=1):

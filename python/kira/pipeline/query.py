@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kira import _core
 from kira.config import RetrievalConfig
 from kira.pipeline.concepts import ConceptBank, top_concepts
 
@@ -90,16 +91,20 @@ def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None) -
 
 def search(
     index: Any, queries: np.ndarray, k: int, allow: np.ndarray | None, groups: Any = None, per_group: int = 1,
+    *, ef: int | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Search `index` with (m, dim) queries; per query (ids, scores) with padding removed.
 
     groups: a `kira._core.GroupMap`; then at most `per_group` results of one group.
+    ef: an HNSW index's candidate list for this call (`RetrievalConfig.search_ef`); None
+    keeps the index's own ef_search, and an exact index takes none.
     """
     if index is None or len(index) == 0 or k <= 0:
         return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(len(queries))]
     k = min(k, len(index))
+    extra = {"ef": ef} if ef is not None and isinstance(index, _core.HNSWIndex) else {}
     ids, scores = index.search(np.ascontiguousarray(queries, dtype=np.float32), k, allow=allow, groups=groups,
-                               per_group=per_group)
+                               per_group=per_group, **extra)
     out = []
     for row_ids, row_scores in zip(np.atleast_2d(ids), np.atleast_2d(scores)):
         keep = row_ids >= 0
@@ -120,7 +125,7 @@ def visual_rankings(kb: Any, q: QueryVectors, config: RetrievalConfig, allow: np
         meta.append((q.question, config.visual_weight * bridge))
     if not queries:
         return []
-    results = search(kb.index("visual"), np.stack(queries), config.candidates, allow)
+    results = search(kb.index("visual"), np.stack(queries), config.candidates, allow, ef=config.search_ef)
     return [Ranking("visual", ids, scores, weight, name) for (ids, scores), (name, weight) in zip(results, meta)]
 
 
@@ -142,7 +147,7 @@ def text_rankings(
     # Region and patch chunks repeat their document's caption, so one document could fill a
     # whole result list; the search keeps at most `text_chunks_per_document` of each document.
     results = search(kb.index("text"), np.stack(queries), config.candidates, allow, kb.document_groups(),
-                     config.text_chunks_per_document)
+                     config.text_chunks_per_document, ef=config.search_ef)
     return [Ranking(path, ids, scores, w, text) for (ids, scores), (path, w, text) in zip(results, meta)]
 
 
@@ -200,8 +205,6 @@ class Fused:
 
 def fuse(rankings: Sequence[Ranking], config: RetrievalConfig) -> Fused:
     """Weighted RRF over every ranking (kira._core.rrf_fuse, k = config.rrf_k), scores scaled to top = 1."""
-    from kira import _core
-
     rankings = [r for r in rankings if len(r.ids) and r.weight > 0]
     if not rankings:
         return Fused(np.zeros(0, np.int64), np.zeros(0, np.float32), {}, {})
