@@ -111,6 +111,12 @@ def test_compound_of_joins_groups_that_share_a_document(tmp_path):
         items = build_items(base, [chunk["p1-pa-t1"], chunk["alone"]], [1.0, 0.5], {}, {}, thumbnails=False)
         assert items[0].provenance["compound"] == "p1-lat-t0"
         assert "compound" not in items[1].provenance
+        # the views of one moment, without the subject's other times
+        assert base.view_set_of() == {"p1-pa-t0": "p1-views", "p1-lat-t0": "p1-views"}
+        assert "views" not in items[0].provenance
+        (baseline,) = build_items(base, [base.store.document_chunk_ids(["p1-pa-t0"])["p1-pa-t0"]], [1.0], {}, {},
+                                  thumbnails=False)
+        assert baseline.provenance["views"] == "p1-views"
     finally:
         base.close()
 

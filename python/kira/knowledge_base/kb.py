@@ -595,6 +595,18 @@ class KnowledgeBase:
 
         return self.memo("compound_of", build)
 
+    def view_set_of(self) -> dict[str, str]:
+        """{doc_id: its multiview group's id} for every document in a multiview group of 2+ (cached).
+
+        A multiview group is one subject seen several ways at once (a PA and a lateral film,
+        fields of one slide); unlike `compound_of` it leaves out the subject's other times.
+        """
+        def build() -> dict[str, str]:
+            return {d: gid for kind, gid, docs in self.store.groups() if kind == "multiview" and len(docs) >= 2
+                    for d in docs}
+
+        return self.memo("view_set_of", build)
+
     def lexical(self) -> Any:
         """The `kira.knowledge_base.lexical.LexicalIndex` over document and passage chunks (cached per commit).
 

@@ -17,7 +17,8 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
     provenance holds source, caption, tags, metadata, image_size (width, height), the
     parent chunk, how it was encoded, the best raw cosine score over the paths that
     found it and, for a document in a temporal or multiview group, "compound": the key
-    of its compound document (`KnowledgeBase.compound_of`). `rows` may pass chunk rows already fetched.
+    of its compound document (`KnowledgeBase.compound_of`), and for one in a multiview group
+    "views": that group's id (`KnowledgeBase.view_set_of`). `rows` may pass chunk rows already fetched.
     """
     ids = [int(i) for i in ids]
     if rows is None or any(i not in rows for i in ids):
@@ -26,6 +27,7 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
     docs = kb.store.documents(doc_ids)
     stored = kb.store.provenances(doc_ids)
     compound = kb.compound_of()
+    view_set = kb.view_set_of()
     thumbs: dict[str, np.ndarray | None] = {}
     items: list[EvidenceItem] = []
     for cid, score in zip(ids, scores):
@@ -52,6 +54,8 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
             provenance["label"] = row.description  # a knowledge-base passage answers in its own words
         if row.doc_id in compound:
             provenance["compound"] = compound[row.doc_id]
+        if row.doc_id in view_set:
+            provenance["views"] = view_set[row.doc_id]
         if cid in cosine:
             provenance["cosine"] = round(float(cosine[cid]), 4)
         items.append(EvidenceItem(

@@ -72,6 +72,7 @@ from typing import Any, Iterable
 from kira.reasoning.citations import format_citation
 from kira.reasoning.text_tokens import content_tokens, stem, words
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
+from kira.reasoning.view_agreement import agreeing_views, asks_agreement
 
 log = logging.getLogger(__name__)
 
@@ -387,6 +388,11 @@ def _numbers(items: list[EvidenceItem] | tuple[EvidenceItem, ...]) -> tuple[int,
     return tuple(sorted(item.number for item in items))
 
 
+def _bookkeeping(item: EvidenceItem) -> str:
+    """The item's bookkeeping sentences ("PA chest radiograph, patient P001, study 1"), joined."""
+    return " ".join(sentence for sentence, is_meta, _ in sentences_of(text_of(item)) if is_meta)
+
+
 class TemplateGenerator:
     """Deterministic `Generator`: the score-weighted consensus of the evidence (module docstring).
 
@@ -595,6 +601,26 @@ class TemplateGenerator:
                 + (f" (e.g. '{candidates[len(chosen)].text}')" if len(candidates) > len(chosen) else "")
                 + "; outweighed."
             )
+        agreement = None
+        if asks_agreement(question) and not _lent(top):
+            stating = list(dict.fromkeys(i for c in candidates for i in c.sources))
+            agreement = agreeing_views(question, top.sources, stating, pool, _bookkeeping)
+            if agreement is None:
+                trace.append("The question asks what views show together, but the evidence holds no two views of "
+                             "one multiview set to compare.")
+            elif agreement.agrees:
+                trace.append(
+                    f"The question asks what views show together: {format_citation(_numbers(agreement.items))}, "
+                    f"views of one multiview set ({agreement.view_set}), each state '{top.text}'."
+                )
+            else:
+                trace.append(
+                    f"The question asks what views show together: of {format_citation(_numbers(agreement.items))}, "
+                    f"views of one multiview set ({agreement.view_set}), {format_citation(_numbers(agreement.missing))} "
+                    f"do(es) not state '{top.text}' (a view whose text is only bookkeeping cannot be compared), "
+                    "so the answer does not say they agree."
+                )
+                agreement = None
         trace.append(
             f"Chose {len(chosen)} statement(s) with the most support"
             + (f"; the next had {candidates[len(chosen)].score / top.score:.0%} of the best score" if len(candidates) > len(chosen) else "")
@@ -604,6 +630,11 @@ class TemplateGenerator:
         for cand in chosen:
             cited = _numbers(cand.sources[: self.max_citations])
             text = f"By analogy: {cand.text[:1].lower()}{cand.text[1:]}" if _by_analogy(cand) else cand.text
+            if agreement is not None and cand is top:  # the claim cites every view that states it
+                views = list(agreement.items)
+                rest = [i for i in cand.sources if i not in views]
+                cited = _numbers((views + rest)[: max(self.max_citations, len(views))])
+                text = agreement.word(text)
             claims.append(Claim(text=_sentence(text, format_citation(cited)), citations=cited))
         trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence that states it.")
         text = " ".join(claim.text for claim in claims)
