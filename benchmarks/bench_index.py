@@ -106,3 +106,14 @@ def test_capped_batch(benchmark, data, hnsw, kind):
     assert all(np.bincount(groups.group_of(row[row >= 0])).max() <= 2 for row in found)
     documents = np.mean([len(set(a // 10) & set(b // 10)) / len(set(b // 10)) for a, b in zip(found, exact)])
     assert documents >= (1.0 if kind == "flat" else 0.95)
+
+
+def test_hnsw_build_spread_reports_one_recall_per_seed_and_ef():
+    from hnsw_build_spread import run
+
+    results = run(n=3000, d=32, seeds=[0, 1], efs=[10, 200], queries=50)
+    for name, by_ef in results.items():
+        assert set(by_ef) == {10, 200} and all(len(v) == 2 for v in by_ef.values()), name
+        assert all(0.0 <= r <= 1.0 for v in by_ef.values() for r in v)
+        assert min(by_ef[200]) >= 0.98  # 3,000 points at ef 200: all but exact
+    assert "kira" in results
