@@ -37,7 +37,9 @@ generator answers with the *content the top evidence agrees on*:
    0.62-0.67"): the class-level statement, not one instance's detail. A witness is a
    document, or a whole compound document (``provenance["compound"]``: one patient's
    films, one place's acquisitions) that votes once for what all its documents state.
-   Every word kept is a word of the evidence.
+   Every word kept is a word of the evidence. A position word (left/right, upper/lower, ...)
+   is then kept in a chosen claim only when the witnesses of all the chosen claims agree on
+   it (kira.reasoning.position_agreement): findings and impression place a finding on one side.
 5. Near-duplicate sentences form one candidate; the best-supported is the first claim,
    and others follow while their score is >= `min_support_ratio` of the best (at
    most `max_claims`) if some document that states the first also states them (they
@@ -71,6 +73,7 @@ from typing import Any, Iterable
 
 from kira.reasoning.citations import format_citation
 from kira.reasoning.text_tokens import content_tokens, stem, words
+from kira.reasoning.position_agreement import disputed_positions
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 from kira.reasoning.view_agreement import agreeing_views, asks_agreement
 
@@ -379,6 +382,13 @@ def consensus_text(text: str, agreed: frozenset[str], ranges: dict[str, str] | N
     return re.sub(r"\s+([,;])", r"\1", joined)
 
 
+def _without_words(text: str, dropped: Iterable[str]) -> str:
+    """`text` with the content words whose stem is in `dropped` left out (see `consensus_text`)."""
+    dropped = frozenset(dropped)
+    kept = frozenset(stem(m.group(0).lower().replace("-", "")) for m in _PIECE.finditer(text)) - dropped
+    return consensus_text(text, kept) or text
+
+
 def _sentence(text: str, citation: str) -> str:
     text = text[:1].upper() + text[1:]
     return f"{text} {citation}." if citation else f"{text}."
@@ -516,6 +526,35 @@ class TemplateGenerator:
         text = consensus_text(cand.text, agreed, ranges=ranges)
         return text or cand.text
 
+    @staticmethod
+    def _agree_on_positions(chosen: list[_Candidate], items: tuple[EvidenceItem, ...], trace: list[str]) -> None:
+        """Leave out of every chosen claim the position words its witnesses, taken over all the
+        chosen claims, do not agree on (kira.reasoning.position_agreement): the findings and the
+        impression of one answer place the finding on one side, or on none. Claims lent by
+        analogy speak of another subject and neither vote nor change."""
+        weights = _weights(items)
+        weight_of: dict[str, float] = {}
+        for item in items:
+            w = _witness(item)
+            weight_of[w] = max(weight_of.get(w, 0.0), weights[item.number])
+        own = [c for c in chosen if not c.lent]
+        disputed = disputed_positions(
+            ((witness, stems) for c in own for witness, _doc, stems in c.variants), weight_of, CONSENSUS_SHARE)
+        if not disputed:
+            return
+        changed = []
+        for cand in own:
+            if _stems(cand.text) & disputed.keys():
+                trimmed = _without_words(cand.text, disputed)
+                if trimmed != cand.text:
+                    changed.append(f"'{cand.text}' -> '{trimmed}'")
+                    cand.text = trimmed
+        if changed:
+            trace.append(
+                "Where the finding sits, over every chosen claim's sources: "
+                + ", ".join(f"'{w}' has {using / total:.0%} of the weight placing it" for w, (using, total) in disputed.items())
+                + f", so it is left out: {'; '.join(changed)}.")
+
     def generate(self, question: str, pack: EvidencePack) -> Answer:
         """Answer `question` from `pack` (see the module docstring). Cites only `pack`'s numbers."""
         question = (question or pack.question or "").strip()
@@ -591,6 +630,7 @@ class TemplateGenerator:
                 chosen.append(cand)  # a comparison: another state of the same compound document complements it
             elif top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
                 chosen.append(cand)
+        self._agree_on_positions(chosen, pool, trace)
         agreeing = sorted({i.number for c in chosen for i in c.sources})
         if len(agreeing) > 1:
             trace.append(f"Agreement: {format_citation(agreeing)} state the chosen content.")
