@@ -72,8 +72,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kira.reasoning.citations import format_citation
-from kira.reasoning.text_tokens import content_tokens, stem, words
 from kira.reasoning.position_agreement import disputed_positions
+from kira.reasoning.text_tokens import content_tokens, stem, words
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 from kira.reasoning.view_agreement import agreeing_views, asks_agreement
 
