@@ -55,3 +55,12 @@ def test_latency_run_compares_search_ef_settings_on_one_knowledge_base():
         assert r["search_ef"] == ef and r["chunks"] == 1200 and "text_search" in r["stages"]
     # ef 8 < k = 50, so that search runs at 50: a weaker search than the default's
     assert out["runs"][8]["text_recall@50"]["asked"] <= out["runs"][default]["text_recall@50"]["asked"]
+
+
+def test_first_ask_after_a_commit_is_measured_cold_and_warmed():
+    from latency_ask import first_ask_after_commit
+
+    out = first_ask_after_commit(docs=300, per_doc=4, index="flat", rounds=2)
+    assert out["chunks"] == 1204 and out["rounds"] == 2  # one document chunk per late document
+    assert set(out["median_ms"]) == {"cold", "warm", "second", "warm_call"}
+    assert all(v > 0 for v in out["median_ms"].values())

@@ -2,6 +2,7 @@
 
     python benchmarks/latency_ask.py [--docs 10000] [--chunks-per-doc 10] [--index hnsw] [--queries 200]
                                      [--ef 64 128]
+    python benchmarks/latency_ask.py --docs 10000 --first 10   # first ask after a commit, cold vs warmed
 
 With an HNSW index it also prints the recall@50 of the timed text search against an exact
 search under the same cap (after the timed asks, so it does not affect them). `--ef` runs
@@ -192,6 +193,51 @@ def run(docs: int, per_doc: int, index: str, queries: int, top_k: int = 5, varia
     return next(iter(runs.values())) if len(runs) == 1 else {"runs": runs}
 
 
+def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top_k: int = 5) -> dict:
+    """The first ask after a commit, cold (it builds the derived views itself) against warmed
+    (`Kira.warm()` after the commit), in alternating rounds on one knowledge base; each round
+    commits one new document first, which drops the views. Also the second ask (the steady
+    state) and what warm costs. Times in ms; `ratio` is cold / warm first-ask median."""
+    from kira.pipeline import Kira
+
+    logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="kira-first-") as tmp:
+        kb, _ = build_synthetic_kb(Path(tmp) / "kb", docs, per_doc, index)
+        try:
+            kira = Kira(kb)
+            rng = np.random.default_rng(2)
+            kira.ask(" ".join(rng.choice(WORDS, 3)), top_k=top_k)  # imports and encoders: not what is measured
+            times: dict[str, list[float]] = {"cold": [], "warm": [], "second": [], "warm_call": []}
+            for n in range(2 * rounds):
+                doc = f"late{n:04d}"
+                kb.store.insert_document(doc, source=None, caption=f"late case {n}", width=512, height=512,
+                                         metadata={}, tags=(), thumbnail=None, provenance={"source": "synthetic"})
+                vis, txt = _vector(f"{doc}/v", VISUAL_DIM), _vector(f"{doc}/t", TEXT_DIM)
+                cid = kb.store.insert_chunk(doc, "document", parent_id=None, box=None, description=f"late case {n}",
+                                            visual=vis, text=txt)
+                kb.vectors.add("visual", np.array([cid], np.int64), vis[None])
+                kb.vectors.add("text", np.array([cid], np.int64), txt[None])
+                kb.commit()
+                warmed = n % 2 == 1  # cold and warm rounds alternate: same load, same knowledge-base size
+                if warmed:
+                    t = time.perf_counter()
+                    kira.warm()
+                    times["warm_call"].append((time.perf_counter() - t) * 1000.0)
+                question, second = (" ".join(rng.choice(WORDS, 3)) for _ in range(2))
+                t = time.perf_counter()
+                kira.ask(question, top_k=top_k)
+                times["warm" if warmed else "cold"].append((time.perf_counter() - t) * 1000.0)
+                t = time.perf_counter()
+                kira.ask(second, top_k=top_k)
+                times["second"].append((time.perf_counter() - t) * 1000.0)
+            chunks = sum(kb.store.count_chunks().values())
+        finally:
+            kb.close()
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    return {"chunks": chunks, "index": index, "rounds": rounds, "median_ms": med,
+            "ratio": med["cold"] / med["warm"] if med["warm"] > 0 else float("inf")}
+
+
 def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
     """How accurate the timed text search is: recall@50 of path B's capped HNSW search (the
     questions and their expansions, as ask sends them) against an exact FlatIndex under the
@@ -233,8 +279,20 @@ def main() -> None:
     parser.add_argument("--variant", default="full")
     parser.add_argument("--ef", type=int, nargs="+", default=None,
                         help="RetrievalConfig.search_ef values to compare (default: the config's)")
+    parser.add_argument("--first", type=int, default=0, metavar="ROUNDS",
+                        help="instead: the first ask after a commit, cold vs after Kira.warm(), ROUNDS rounds each")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.first:
+        first = first_ask_after_commit(args.docs, args.chunks_per_doc, args.index, args.first)
+        if args.json:
+            print(json.dumps(first, indent=2))
+            return
+        m = first["median_ms"]
+        print(f"first ask after a commit: {first['chunks']:,} chunks, {first['index']} index, {first['rounds']} rounds each")
+        print(f"cold {m['cold']:.1f} ms, after warm() {m['warm']:.1f} ms (cold/warm {first['ratio']:.1f}x); "
+              f"steady-state ask {m['second']:.1f} ms; warm() itself {m['warm_call']:.0f} ms")
+        return
     efs = tuple(dict.fromkeys(args.ef)) if args.ef else (None,)
     out = run(args.docs, args.chunks_per_doc, args.index, args.queries, variant=args.variant, efs=efs)
     runs = list(out["runs"].values()) if "runs" in out else [out]

@@ -12,7 +12,7 @@ from pipeline_fakes import FakeStack, flat
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 from kira.pipeline.change import change_by_analogy, change_statement, recorded_changes
-from kira.pipeline.measured_change import _document_space, change_along_finding, finding_of, statement_documents
+from kira.pipeline.measured_change import document_space, change_along_finding, finding_of, statement_documents
 from kira.pipeline.evidence import build_items
 from kira.reasoning.template_generator import statement_shape
 
@@ -207,7 +207,7 @@ def test_where_changes_are_recorded_a_step_shorter_than_the_step_test_allows_is_
     try:
         (recorded,) = recorded_changes(base)
         items = _items(base, "P001-s1", "P001-s2")
-        rows, matrix = _document_space(base)
+        rows, matrix = document_space(base)
         step = float(np.linalg.norm(matrix[rows["P001-s2"]] - matrix[rows["P001-s1"]]))
         strict = dataclasses.replace(base.config, hops=dataclasses.replace(base.config.hops, change_min_share=0.6))
         assert step < 0.6 * recorded.length  # short next to the recorded change

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
@@ -627,6 +628,31 @@ class KnowledgeBase:
                 texts.append(f"{description or ''} {doc_id.replace('-', ' ')} {extra}")
             self._caches["lexical"] = LexicalIndex.build([r[0] for r in rows], texts)
         return self._caches["lexical"]
+
+    def warm(self) -> dict[str, float]:
+        """Build now the derived views a query reads, so the first query after a commit does not pay for them.
+
+        They are cached per commit and dropped by `commit`, `rollback` and a `refresh` that
+        finds new commits: the lexical index, the chunk -> document map, the compound groups
+        and their partners, compound documents and multiview sets (at 100k chunks they cost
+        the first query some 200 ms; see benchmarks/latency_ask.py --first). A service calls
+        this after each `commit()` or `refresh()`; `kira.Kira.warm` also builds the
+        pipeline's own views. Returns {view: seconds spent building it}.
+        Raises ValueError when the knowledge base is closed.
+        """
+        if self.store is None:
+            raise ValueError(f"{self.path} is closed; open it again with KnowledgeBase.open before warming it")
+        steps: dict[str, Callable[[], Any]] = {
+            "lexical": self.lexical, "document_groups": self.document_groups,
+            "compound_groups": self.compound_groups, "group_partners": self.group_partners,
+            "compound_of": self.compound_of, "view_set_of": self.view_set_of,
+        }
+        seconds: dict[str, float] = {}
+        for name, build in steps.items():
+            start = time.perf_counter()
+            build()
+            seconds[name] = time.perf_counter() - start
+        return seconds
 
     def _document_chunk_map(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids ascending, their document chunk ids), cached per commit."""

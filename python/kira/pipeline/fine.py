@@ -18,6 +18,8 @@ from kira.config import KiraConfig
 from kira.knowledge_base.chunker import region_boxes
 from kira.pipeline.query import QueryVectors, Ranking, search
 
+FINE_LEVELS = ("region", "patch")  # what a crop is searched against
+
 
 @dataclass(frozen=True)
 class FineQuery:
@@ -51,7 +53,7 @@ def choose_region(kb: Any, stack: Any, image: np.ndarray, q: QueryVectors, confi
 
 def fine_ranking(kb: Any, fine: FineQuery, config: KiraConfig, allow: np.ndarray | None) -> Ranking:
     """Search the crop against region and patch chunks (within `allow`)."""
-    parts = kb.level_ids(("region", "patch"))
+    parts = kb.level_ids(FINE_LEVELS)
     if allow is not None:
         parts = np.intersect1d(parts, allow, assume_unique=True)
     if not len(parts):

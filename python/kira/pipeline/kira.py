@@ -42,11 +42,11 @@ import numpy as np
 from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
 from kira.pipeline.concepts import ConceptBank, builtin_banks
-from kira.pipeline.change import analogy_item, change_by_analogy
+from kira.pipeline.change import analogy_item, change_by_analogy, recorded_changes, temporal_sequences
 from kira.pipeline.evidence import build_items
-from kira.pipeline.fine import choose_region, fine_ranking
+from kira.pipeline.fine import FINE_LEVELS, choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
-from kira.pipeline.measured_change import change_along_finding, measured_item
+from kira.pipeline.measured_change import change_along_finding, document_space, measured_item, statement_documents
 from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
 from kira.pipeline.query import (Fused, Ranking, encode_query, expand_query, fuse, lexical_rankings, rerank,
                                  text_rankings, visual_rankings)
@@ -164,6 +164,30 @@ class Kira:
 
             self._verifier = GroundingVerifier(self.models.text, self.config.grounding)
         return self._verifier
+
+    def warm(self) -> dict[str, float]:
+        """Build now what the first `ask` after a commit would otherwise build: the knowledge
+        base's derived views (`KnowledgeBase.warm`), the temporal sequences and recorded
+        changes, the caption-statement index and the raw visual space that comparison
+        questions read, the chunks a crop is searched against, and the concept banks' vectors. Returns {part: seconds}.
+
+        Call it after `kb.commit()` or a `kb.refresh()` that returned True; answers are the
+        same with or without it.
+        """
+        seconds = self.kb.warm()
+        steps = {
+            "temporal_sequences": lambda: temporal_sequences(self.kb),
+            "recorded_changes": lambda: recorded_changes(self.kb),
+            "statement_documents": lambda: statement_documents(self.kb),
+            "document_space": lambda: document_space(self.kb),
+            "fine_levels": lambda: self.kb.level_ids(FINE_LEVELS),
+            "concept_banks": lambda: [bank.vectors(self.models.text) for bank in self.concept_banks],
+        }
+        for name, build in steps.items():
+            start = time.perf_counter()
+            build()
+            seconds[name] = time.perf_counter() - start
+        return seconds
 
     def ask(
         self,

@@ -94,7 +94,7 @@ def statement_documents(kb: Any) -> dict[frozenset[str], frozenset[str]]:
     return kb.memo("statement_documents", build)
 
 
-def _document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
+def document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
     """({doc id: row}, unit raw visual vectors of every document with an image), cached per commit.
 
     Raw: the encoder's features, not the domain adapter's projection, which is trained to
@@ -126,7 +126,7 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
     if found is None:
         return None
     wording, shape = found
-    rows, matrix = _document_space(kb)
+    rows, matrix = document_space(kb)
     if named[0] not in rows or named[-1] not in rows or len(rows) < 2:
         return None
     changes = recorded_changes(kb)
