@@ -55,6 +55,8 @@ def test_after_warm_an_ask_builds_no_derived_view(tmp_path, monkeypatch):
         _answers(kira)
         assert builds == []
         assert set(map(str, kb._caches)) == warmed  # every view the asks read was already there
+        kira.warm()  # nothing new committed: nothing is rebuilt
+        assert builds == []
 
 
 def test_warm_answers_as_cold_and_sees_the_latest_commit(tmp_path):
@@ -82,8 +84,8 @@ def test_a_reader_warms_after_refresh(tmp_path):
             Kira(reader).warm()
             writer.add_image(flat(PURPLE), doc_id="purple", caption="purple tulip")
             writer.commit()
-            assert reader.refresh()
-            Kira(reader).warm()
+            Kira(reader).warm()  # refreshes first: the new commit is picked up, then indexed
+            assert not reader.refresh()
             assert "purple" in {reader.store.chunks([int(i)])[int(i)].doc_id for i in reader.lexical().ids}
         finally:
             reader.close()

@@ -630,18 +630,22 @@ class KnowledgeBase:
         return self._caches["lexical"]
 
     def warm(self) -> dict[str, float]:
-        """Build now the derived views a query reads, so the first query after a commit does not pay for them.
+        """Pick up new commits (`refresh`), then build the derived views a query reads, so the
+        first query after a commit does not pay for them.
 
         They are cached per commit and dropped by `commit`, `rollback` and a `refresh` that
         finds new commits: the lexical index, the chunk -> document map, the compound groups
         and their partners, compound documents and multiview sets (at 100k chunks they cost
-        the first query some 200 ms; see benchmarks/latency_ask.py --first). A service calls
-        this after each `commit()` or `refresh()`; `kira.Kira.warm` also builds the
-        pipeline's own views. Returns {view: seconds spent building it}.
+        the first query some 200 ms; see benchmarks/latency_ask.py --first). A writer calls
+        this after `commit()`; a reader calls it now and then (each `ask` refreshes too,
+        and would then build them itself): with nothing new it returns at once.
+        `kira.Kira.warm` also builds the pipeline's own views. Returns {view: seconds
+        spent on it} (about 0 for a view already built).
         Raises ValueError when the knowledge base is closed.
         """
         if self.store is None:
             raise ValueError(f"{self.path} is closed; open it again with KnowledgeBase.open before warming it")
+        self.refresh()
         steps: dict[str, Callable[[], Any]] = {
             "lexical": self.lexical, "document_groups": self.document_groups,
             "compound_groups": self.compound_groups, "group_partners": self.group_partners,

@@ -166,13 +166,15 @@ class Kira:
         return self._verifier
 
     def warm(self) -> dict[str, float]:
-        """Build now what the first `ask` after a commit would otherwise build: the knowledge
-        base's derived views (`KnowledgeBase.warm`), the temporal sequences and recorded
-        changes, the caption-statement index and the raw visual space that comparison
-        questions read, the chunks a crop is searched against, and the concept banks' vectors. Returns {part: seconds}.
+        """Pick up new commits, then build now what the first `ask` after a commit would
+        otherwise build: the knowledge base's derived views (`KnowledgeBase.warm`), the
+        temporal sequences and recorded changes, the caption-statement index and the raw
+        visual space that comparison questions read, the chunks a crop is searched
+        against, and the concept banks' vectors. Returns {part: seconds} (about 0 for
+        what was already built).
 
-        Call it after `kb.commit()` or a `kb.refresh()` that returned True; answers are the
-        same with or without it.
+        A writer calls it after `kb.commit()`, a reader now and then, off the request path;
+        answers are the same with or without it.
         """
         seconds = self.kb.warm()
         steps = {
