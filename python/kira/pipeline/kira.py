@@ -170,8 +170,8 @@ class Kira:
         otherwise build: the knowledge base's derived views (`KnowledgeBase.warm`), the
         temporal sequences and recorded changes, the caption-statement index and the raw
         visual space that comparison questions read, the chunks a crop is searched
-        against, and the concept banks' vectors. Returns {part: seconds} (about 0 for
-        what was already built).
+        against, and the concept banks' vectors (loading the model stack if nothing has yet).
+        Returns {part: seconds} (about 0 for what was already built).
 
         A writer calls it after `kb.commit()`, a reader now and then, off the request path;
         answers are the same with or without it.
