@@ -168,5 +168,5 @@ def ingest(
     finally:
         if bar is not None:
             bar.close()
-    kb.commit()  # checkpoint the index files
+    kb.commit()  # the index files are saved if the ingest changed enough of them (KnowledgeBase.commit)
     return summary

@@ -12,12 +12,18 @@ Durability design
   ``save``) are a cache of the database. ``manifest.json`` (written atomically after
   the index files) records the database *generation* (a counter bumped by every commit)
   the files match, plus their sizes.
+* Saving the files rewrites them whole (hundreds of MB at 100k chunks), so a commit
+  saves them only when the changes since they were last saved exceed
+  `INDEX_CHECKPOINT_SHARE` of the indexes (`VectorSpaces.due`), when asked to
+  (`commit(checkpoint=True)`), and at close; a small commit to a large knowledge base
+  commits the database alone, and the files catch up at a later checkpoint.
 * On open, when the manifest's generation equals the database's and the sizes agree, the
-  files are loaded as they are: no rebuild, no model forward pass. Otherwise (a crash
-  between the database commit and the index save, or index saving deferred during a
-  long ingest) the ids in the files are compared with the ids in the database: missing
-  rows are re-added from the stored vectors, stale ids removed. That repair touches only
-  the difference; a missing or unreadable index file is rebuilt from the BLOBs.
+  files are loaded as they are: no rebuild, no model forward pass. Otherwise (a deferred
+  checkpoint, a crash between the database commit and the index save, or index saving
+  deferred during a long ingest) the ids in the files are compared with the ids in the
+  database: missing rows are re-added from the stored vectors, stale ids removed. That
+  repair touches only the difference (at most about the checkpoint share, unless a
+  process died); a missing or unreadable index file is rebuilt from the BLOBs.
 * Read-only openers repair in memory and never write.
 """
 
@@ -38,6 +44,10 @@ from kira.knowledge_base.store import Store
 log = logging.getLogger(__name__)
 
 SPACES = ("visual", "text")
+INDEX_CHECKPOINT_SHARE = 0.01
+"""A commit saves the index files when the rows added or removed since they were last saved
+exceed this share of the indexes: at 100k chunks a 1,000-chunk change, which an opener
+re-adds from the database in well under a second, while a 10-chunk commit stays cheap."""
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
 
@@ -115,6 +125,7 @@ class VectorSpaces:
         self.transform = transform
         self.index_dims = {"visual": visual_dim or self.dims["visual"], "text": self.dims["text"]}
         self.indexes: dict[str, Any] = {}
+        self.unsaved = 0  # rows added to or removed from the indexes since the files were last saved (an upper bound)
 
     def path(self, space: str) -> Path:
         return self.directory / f"{space}.index"
@@ -130,6 +141,7 @@ class VectorSpaces:
     def add(self, space: str, ids: np.ndarray, raw: np.ndarray) -> None:
         if len(ids):
             self.indexes[space].add(np.asarray(ids, dtype=np.int64), self.prepare(space, raw))
+            self.unsaved += len(ids)
 
     def remove(self, ids: np.ndarray) -> None:
         ids = np.asarray(ids, dtype=np.int64)
@@ -137,6 +149,30 @@ class VectorSpaces:
             present = np.array([i for i in ids if index.contains(int(i))], dtype=np.int64)
             if len(present):
                 index.remove(present)
+                self.unsaved += len(present)
+
+    def _files_present(self) -> bool:
+        return (self.directory / MANIFEST).is_file() and all(self.path(s).is_file() for s in self.indexes)
+
+    def due(self, share: float = INDEX_CHECKPOINT_SHARE) -> bool:
+        """Whether the index files should be saved now: something changed since they were, and
+        either a file or the manifest is missing or the change exceeds `share` of the indexes."""
+        if not self.unsaved:
+            return False
+        if not self._files_present():
+            return True
+        return self.unsaved > share * sum(len(index) for index in self.indexes.values())
+
+    def checkpoint(self, generation: int, *, force: bool | None = None, share: float = INDEX_CHECKPOINT_SHARE) -> bool:
+        """After the database committed `generation`: save the files when `force` is True, or
+        (None) when `due(share)`; never when False. Files that already hold every row only get
+        the manifest updated to `generation`. Returns whether the files were saved."""
+        if force or (force is None and self.due(share)):
+            self.save(generation)
+            return True
+        if not self.unsaved and self._files_present():
+            self.write_manifest(generation)  # no row changed since the files were saved
+        return False
 
     # ---- open / sync ----------------------------------------------------------------
     def open(self, store: Store) -> RepairReport:
@@ -161,11 +197,13 @@ class VectorSpaces:
                 continue  # the files match the last commit: nothing to verify
             added, removed = self._sync(store, space)
             report.added[space], report.removed[space] = added, removed
-        if not report.clean:
-            log.warning(
-                "index files did not match database generation %d; repaired (added %s, removed %s, rebuilt %s)",
-                generation, report.added, report.removed, report.rebuilt,
-            )
+        if any(report.rebuilt.values()):
+            log.warning("index files missing or unreadable at database generation %d; rebuilt %s from the database "
+                        "(added %s)", generation, report.rebuilt, report.added)
+        elif not report.clean:
+            # routine after a deferred checkpoint (KnowledgeBase.commit); also what a crash before one leaves
+            log.info("index files were behind database generation %d; brought up to date (added %s, removed %s)",
+                     generation, report.added, report.removed)
         return report
 
     def _sync(self, store: Store, space: str) -> tuple[int, int]:
@@ -176,6 +214,7 @@ class VectorSpaces:
         stale = np.setdiff1d(index_ids, db_ids, assume_unique=True)
         if len(stale):
             index.remove(stale)
+            self.unsaved += len(stale)
         for start in range(0, len(missing), 8192):
             part = missing[start : start + 8192]
             self.add(space, part, store.vectors(space, part, self.dims[space]))
@@ -185,6 +224,11 @@ class VectorSpaces:
         """Save both indexes (atomically, by the core) and then the manifest naming `generation`."""
         for space, index in self.indexes.items():
             index.save(str(self.path(space)))
+        self.write_manifest(generation)
+        self.unsaved = 0
+
+    def write_manifest(self, generation: int) -> None:
+        """Record that the index files hold the indexes of database `generation` (call only when they do)."""
         write_json_atomic(
             self.directory / MANIFEST,
             {
