@@ -51,3 +51,25 @@ def test_bridge_is_fitted_saved_and_refitted_when_the_kb_grows(tmp_path):
         kb.commit()
         kb.bridge()
         assert kb.store.get_meta("bridge_fitted_on") == "3"
+
+
+def test_bridge_is_refitted_only_once_the_captioned_documents_changed_by_the_share(tmp_path, monkeypatch):
+    from kira.knowledge_base import kb as kb_module
+    from kira.models.bridge import TextToImageBridge
+
+    fits: list[int] = []
+    fit = TextToImageBridge.fit
+    monkeypatch.setattr(TextToImageBridge, "fit", lambda self, t, v: fits.append(len(t)) or fit(self, t, v))
+    rng = np.random.default_rng(0)
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(image_text=None)) as kb:
+        for i in range(40):
+            kb.add_image(flat(tuple(rng.uniform(0, 1, 3))), doc_id=f"d{i}", caption=f"card {i}")
+        kb.commit()
+        assert fits == [40]
+        share = kb_module.BRIDGE_REFIT_SHARE  # 5%: two more documents of 40 are within it, three are not
+        for i, expect in ((40, [40]), (41, [40]), (42, [40, 43])):
+            kb.add_image(flat(tuple(rng.uniform(0, 1, 3))), doc_id=f"d{i}", caption=f"card {i}")
+            kb.commit()
+            assert fits == expect, (i, share)
+        assert kb.store.get_meta("bridge_fitted_on") == "43"
+        assert kb.bridge() is not None and fits == [40, 43]  # read back, not refitted

@@ -91,6 +91,16 @@ def test_a_reader_warms_after_refresh(tmp_path):
             reader.close()
 
 
+def test_warm_reads_the_bridge_back_for_a_stack_without_a_text_tower(tmp_path):
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(image_text=None)) as kb:
+        _fill(kb)
+        kb._caches.clear()  # as after a reader's refresh
+        assert "bridge" in Kira(kb).warm() and kb._caches["bridge"] is not None
+    with KnowledgeBase.create(tmp_path / "kb2", models=FakeStack()) as kb:
+        _fill(kb)
+        assert "bridge" not in kb.warm()  # the stack maps text into image space itself
+
+
 def test_warm_on_an_empty_and_on_a_closed_knowledge_base(tmp_path):
     kb = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
     seconds = Kira(kb).warm()
