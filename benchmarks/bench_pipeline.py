@@ -62,5 +62,5 @@ def test_first_ask_after_a_commit_is_measured_cold_and_warmed():
 
     out = first_ask_after_commit(docs=300, per_doc=4, index="flat", rounds=2)
     assert out["chunks"] == 1204 and out["rounds"] == 2  # one document chunk per late document
-    assert set(out["median_ms"]) == {"cold", "warm", "second", "warm_call", "commit"}
+    assert set(out["median_ms"]) == {"cold", "warm", "second", "warm_call", "commit", "reader_refresh"}
     assert all(v > 0 for v in out["median_ms"].values())

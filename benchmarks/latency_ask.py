@@ -197,8 +197,10 @@ def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top
     """The first ask after a commit, cold (it builds the derived views itself) against warmed
     (`Kira.warm()` after the commit), in alternating rounds on one knowledge base; each round
     commits one new document first, which drops the views. Also the second ask (the steady
-    state), what warm costs and what each one-document commit costs. Times in ms; `ratio`
+    state), what warm costs, what each one-document commit costs and what a read-only
+    opener's `refresh()` then costs. Times in ms; `ratio`
     is cold / warm first-ask median."""
+    from kira.knowledge_base import KnowledgeBase
     from kira.pipeline import Kira
 
     logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)
@@ -208,7 +210,9 @@ def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top
             kira = Kira(kb)
             rng = np.random.default_rng(2)
             kira.ask(" ".join(rng.choice(WORDS, 3)), top_k=top_k)  # imports and encoders: not what is measured
-            times: dict[str, list[float]] = {"cold": [], "warm": [], "second": [], "warm_call": [], "commit": []}
+            reader = KnowledgeBase.open(kb.path, models=LatencyStack(), read_only=True)  # another process's view
+            times: dict[str, list[float]] = {"cold": [], "warm": [], "second": [], "warm_call": [], "commit": [],
+                                             "reader_refresh": []}
             for n in range(2 * rounds):
                 doc = f"late{n:04d}"
                 kb.store.insert_document(doc, source=None, caption=f"late case {n}", width=512, height=512,
@@ -221,6 +225,9 @@ def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top
                 t = time.perf_counter()
                 kb.commit()  # 2 changed rows of 200k: the index files are not rewritten (KnowledgeBase.commit)
                 times["commit"].append((time.perf_counter() - t) * 1000.0)
+                t = time.perf_counter()
+                reader.refresh()  # a reader picking the commit up: syncs its indexes with the database
+                times["reader_refresh"].append((time.perf_counter() - t) * 1000.0)
                 warmed = n % 2 == 1  # cold and warm rounds alternate: same load, same knowledge-base size
                 if warmed:
                     t = time.perf_counter()
@@ -234,6 +241,7 @@ def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top
                 kira.ask(second, top_k=top_k)
                 times["second"].append((time.perf_counter() - t) * 1000.0)
             chunks = sum(kb.store.count_chunks().values())
+            reader.close()
         finally:
             kb.close()
     med = {k: float(np.median(v)) for k, v in times.items()}
@@ -295,7 +303,7 @@ def main() -> None:
         print(f"first ask after a commit: {first['chunks']:,} chunks, {first['index']} index, {first['rounds']} rounds each")
         print(f"cold {m['cold']:.1f} ms, after warm() {m['warm']:.1f} ms (cold/warm {first['ratio']:.1f}x); "
               f"steady-state ask {m['second']:.1f} ms; warm() itself {m['warm_call']:.0f} ms; "
-              f"the one-document commit {m['commit']:.1f} ms")
+              f"the one-document commit {m['commit']:.1f} ms; a reader's refresh after it {m['reader_refresh']:.1f} ms")
         return
     efs = tuple(dict.fromkeys(args.ef)) if args.ef else (None,)
     out = run(args.docs, args.chunks_per_doc, args.index, args.queries, variant=args.variant, efs=efs)

@@ -277,3 +277,44 @@ def test_exception_mid_ingest_keeps_committed_batches_and_reports_the_rest(tmp_p
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
         assert kb.repair.clean and sorted(kb.documents()) == ["img0", "img1"]
         assert len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual"))
+
+
+def test_a_version_1_database_is_migrated_by_a_writer_and_read_as_it_is(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=FakeStack()) as kb:
+        kb.add_image(flat(RED), doc_id="red", caption="red card")
+        kb.add_image(flat(BLUE), doc_id="blue", caption="blue card")
+    conn = sqlite3.connect(path / "kira.sqlite")  # as kira 0.1 (schema 1) left it: no partial indexes
+    conn.execute("DROP INDEX chunks_with_visual")
+    conn.execute("DROP INDEX chunks_with_text")
+    conn.execute("UPDATE schema_version SET version = 1")
+    conn.commit()
+    conn.close()
+
+    def indexes(kb):
+        return {r[0] for r in kb.store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+    with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as reader:  # a reader never writes
+        assert reader.store.schema_version() == 1 and "chunks_with_visual" not in indexes(reader)
+        assert len(reader.store.chunk_ids(space="visual")) == len(reader.index("visual")) > 0
+    with KnowledgeBase.open(path, models=FakeStack()) as kb:
+        assert kb.store.schema_version() == 2 and {"chunks_with_visual", "chunks_with_text"} <= indexes(kb)
+        plan = kb.store.conn.execute("EXPLAIN QUERY PLAN SELECT id FROM chunks WHERE visual IS NOT NULL ORDER BY id")
+        assert "chunks_with_visual" in " ".join(str(row) for row in plan.fetchall())
+        assert kb.repair.clean and sorted(kb.documents()) == ["blue", "red"]
+
+
+def test_a_database_from_a_newer_kira_is_refused(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=FakeStack()) as kb:
+        kb.add_image(flat(RED), doc_id="red")
+    conn = sqlite3.connect(path / "kira.sqlite")
+    conn.execute("UPDATE schema_version SET version = 99")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match="newer than this kira understands"):
+        KnowledgeBase.open(path, models=FakeStack())
