@@ -117,3 +117,12 @@ def test_hnsw_build_spread_reports_one_recall_per_seed_and_ef():
         assert all(0.0 <= r <= 1.0 for v in by_ef.values() for r in v)
         assert min(by_ef[200]) >= 0.98  # 3,000 points at ef 200: all but exact
     assert "kira" in results
+
+
+def test_incremental_add_times_one_row_adds_of_every_contender():
+    from incremental_add import run
+
+    results = run(n=2000, dim=32, adds=20)
+    assert {"kira FlatIndex", "kira HNSWIndex"} <= set(results)
+    for name, r in results.items():
+        assert r["add_median_ms"] <= r["add_p99_ms"] and r["build_per_row_ms"] > 0, name

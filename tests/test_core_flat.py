@@ -192,3 +192,27 @@ def test_reports_simd_level_and_attributes():
     index = _core.FlatIndex(16, dtype="f16")
     assert index.dim == 16 and index.dtype == "f16" and len(index) == 0
     assert isinstance(index, _core.CosineIndex)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i8"])
+def test_one_row_adds_give_the_index_a_batch_add_gives(data, dtype, tmp_path):
+    """Capacity grows geometrically across one-row adds (growth.hpp), also after a load;
+    the rows, ids and searches are what one batch add gives."""
+    ids, x, q = data
+    batch = _core.FlatIndex(DIM, dtype=dtype)
+    batch.add(ids, x)
+    grown = _core.FlatIndex(DIM, dtype=dtype)
+    grown.add(ids[:1000], x[:1000])
+    grown.save(str(tmp_path / "part.index"))
+    grown = _core.FlatIndex.load(str(tmp_path / "part.index"))  # a loaded index holds exactly its rows
+    for i in range(1000, len(ids)):
+        grown.add(ids[i : i + 1], x[i : i + 1])
+    assert len(grown) == len(batch) and np.array_equal(np.sort(grown.ids()), np.sort(batch.ids()))
+    np.testing.assert_array_equal(grown.get_vectors(ids[::97]), batch.get_vectors(ids[::97]))
+    got, got_s = grown.search(q, 10)
+    want, want_s = batch.search(q, 10)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got_s, want_s, rtol=1e-6)
+    with pytest.raises(ValueError):  # a failed add after the growth still leaves the index as it was
+        grown.add(ids[:1], x[:1])
+    assert len(grown) == len(batch)

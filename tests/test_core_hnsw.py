@@ -205,3 +205,24 @@ def test_padding_small_index_and_validation():
     with pytest.raises(ValueError, match="threads"):
         index.add([11], np.ones((1, 4), np.float32), threads=-2)
     assert (index.M, index.ef_construction, index.seed, index.dim, index.dtype) == (4, 10, 0, 4, "f32")
+
+
+def test_one_row_adds_after_a_load_keep_the_graph_searchable(medium, tmp_path):
+    """Capacity grows geometrically across one-row adds (growth.hpp), also after a load
+    that holds exactly its rows; every added row is found and recall stays at the batch's."""
+    ids, x, q, flat = medium
+    part = _core.HNSWIndex(64, M=16, ef_construction=100, seed=3)
+    part.add(ids[:4000], x[:4000])
+    part.save(str(tmp_path / "part.index"))
+    grown = _core.HNSWIndex.load(str(tmp_path / "part.index"))
+    for i in range(4000, len(ids)):
+        grown.add(ids[i : i + 1], x[i : i + 1])
+    assert len(grown) == len(ids) and np.array_equal(np.sort(grown.ids()), np.sort(ids))
+    top, _ = grown.search(np.ascontiguousarray(x[4000::400]), 1, ef=64)  # an added row finds itself
+    np.testing.assert_array_equal(top[:, 0], ids[4000::400])
+    truth, _ = flat.search(q, 10)
+    found, _ = grown.search(q, 10, ef=64)
+    assert recall(found, truth) >= 0.9
+    with pytest.raises(ValueError):  # a duplicate id is refused and changes nothing
+        grown.add(ids[:1], x[:1])
+    assert len(grown) == len(ids)

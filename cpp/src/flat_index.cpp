@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "kira/dispatch.hpp"
+#include "kira/growth.hpp"
 #include "kira/index_file.hpp"
 #include "kira/parallel.hpp"
 #include "kira/topk.hpp"
@@ -61,8 +62,8 @@ void FlatIndex::add(const id_t* ids, const float* vectors, std::size_t n) {
   const std::size_t base = slot_ids_.size();
   // Allocate everything before the first change so a failure leaves the index as it was.
   store_.reserve(base + n);
-  slot_ids_.reserve(base + n);
-  slot_of_.reserve(base + n);
+  reserve_growing(slot_ids_, base + n);
+  reserve_growing_map(slot_of_, base + n);
   store_.resize(base + n);
   for (std::size_t i = 0; i < n; ++i) {
     store_.set(base + i, units.data() + i * dim_);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kira/flat_index.hpp"  // check_new_ids, check_known_ids
+#include "kira/growth.hpp"
 #include "kira/index_file.hpp"
 #include "kira/parallel.hpp"
 #include "kira/topk.hpp"
@@ -350,15 +351,19 @@ void HNSWIndex::add(const id_t* ids, const float* vectors, std::size_t n, std::s
   check_new_ids(ids, n, node_of_);
   const std::size_t base = node_ids_.size();
   if (base + n >= std::numeric_limits<std::uint32_t>::max()) throw std::invalid_argument("index is full (2^32 nodes)");
-  // Allocate first: a failure here leaves the index as it was.
+  // Small batches are not worth the threads.
+  const std::size_t workers = n < 256 ? 1 : resolve_threads(threads);
+  // Allocate first: a failure here leaves the index as it was. (Growing geometrically: see growth.hpp.)
   store_.reserve(base + n);
-  links0_.reserve((base + n) * (m0_ + 1));
-  upper_.reserve(base + n);
-  level_.reserve(base + n);
-  deleted_.reserve(base + n);
-  node_ids_.reserve(base + n);
-  node_of_.reserve(node_of_.size() + n);
-  auto locks = std::make_unique<std::mutex[]>(base + n);
+  reserve_growing(links0_, (base + n) * (m0_ + 1));
+  reserve_growing(upper_, base + n);
+  reserve_growing(level_, base + n);
+  reserve_growing(deleted_, base + n);
+  reserve_growing(node_ids_, base + n);
+  reserve_growing_map(node_of_, node_of_.size() + n);
+  // per-node locks only for a parallel insert (a single-threaded one takes none)
+  std::unique_ptr<std::mutex[]> locks;
+  if (workers > 1) locks = std::make_unique<std::mutex[]>(base + n);
 
   store_.resize(base + n);
   links0_.resize((base + n) * (m0_ + 1), 0);
@@ -372,8 +377,6 @@ void HNSWIndex::add(const id_t* ids, const float* vectors, std::size_t n, std::s
     node_of_.emplace(ids[i], base + i);
   }
   node_locks_ = std::move(locks);
-  // Small batches are not worth the threads.
-  const std::size_t workers = n < 256 ? 1 : resolve_threads(threads);
   std::vector<std::unique_ptr<VisitedList>> visited(workers);
   for (auto& v : visited) v = std::make_unique<VisitedList>();
   parallel_insert_ = workers > 1;

@@ -1,5 +1,7 @@
 #include "kira/vector_store.hpp"
 
+#include "kira/growth.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -62,11 +64,11 @@ VectorStore::VectorStore(std::size_t dim, Dtype dtype) : dim_(dim), dtype_(dtype
 
 void VectorStore::reserve(std::size_t n) {
   switch (dtype_) {
-    case Dtype::f32: f32_.reserve(n * dim_); break;
-    case Dtype::f16: f16_.reserve(n * dim_); break;
+    case Dtype::f32: reserve_growing(f32_, n * dim_); break;
+    case Dtype::f16: reserve_growing(f16_, n * dim_); break;
     case Dtype::i8:
-      i8_.reserve(n * dim_);
-      scales_.reserve(n);
+      reserve_growing(i8_, n * dim_);
+      reserve_growing(scales_, n);
       break;
   }
 }
