@@ -504,7 +504,7 @@ class KnowledgeBase:
                 self._open_vectors(dims)
         elif self.vectors is not None:
             for space in ("visual", "text"):
-                self.vectors._sync(self.store, space)
+                self.vectors.catch_up(self.store, space)  # what changed since this process last looked
         self._caches.clear()
         self._seen_generation = generation
         return True

@@ -126,6 +126,8 @@ class VectorSpaces:
         self.index_dims = {"visual": visual_dim or self.dims["visual"], "text": self.dims["text"]}
         self.indexes: dict[str, Any] = {}
         self.unsaved = 0  # rows added to or removed from the indexes since the files were last saved (an upper bound)
+        # per space, after a sync with the database: (the largest chunk id it held, the removal-log position read)
+        self._synced: dict[str, tuple[int, int]] = {}
 
     def path(self, space: str) -> Path:
         return self.directory / f"{space}.index"
@@ -178,6 +180,7 @@ class VectorSpaces:
     def open(self, store: Store) -> RepairReport:
         """Load the index files and bring them in line with the database (see module doc)."""
         manifest = self._read_manifest()
+        position = store.removal_log_position()  # before the generation: see catch_up
         generation = store.generation()
         report = RepairReport({s: 0 for s in SPACES}, {s: 0 for s in SPACES}, {s: False for s in SPACES})
         for space in SPACES:
@@ -194,6 +197,9 @@ class VectorSpaces:
                 report.rebuilt[space] = bool(entry) or self.path(space).is_file() or len(store.chunk_ids(space=space)) > 0
             self.indexes[space] = index
             if entry and manifest.get("generation") == generation and entry.get("size") == len(index):
+                if position is not None:  # in step with the database: later syncs read only what changes
+                    ids = np.asarray(index.ids(), dtype=np.int64)
+                    self._synced[space] = (int(ids.max()) if len(ids) else 0, position)
                 continue  # the files match the last commit: nothing to verify
             added, removed = self._sync(store, space)
             report.added[space], report.removed[space] = added, removed
@@ -206,8 +212,32 @@ class VectorSpaces:
                      generation, report.added, report.removed)
         return report
 
+    def catch_up(self, store: Store, space: str) -> tuple[int, int]:
+        """Bring the index of `space` up to the database's committed state, for a reader whose
+        index was in step with it at its last sync: add the chunks above the largest id seen then,
+        remove those logged as removed since. Falls back to `_sync` (list every id) without that
+        state or on a version-1 database. Returns (added, removed)."""
+        state = self._synced.get(space)
+        removed = store.removed_since(state[1]) if state is not None else None
+        if state is None or removed is None:
+            return self._sync(store, space)
+        index = self.indexes[space]
+        gone, position = removed  # read before the new ids: a chunk added and removed meanwhile is not re-added
+        new = store.chunk_ids_after(space, state[0])
+        stale = np.array([i for i in gone if index.contains(int(i))], dtype=np.int64)
+        if len(stale):
+            index.remove(stale)
+            self.unsaved += len(stale)
+        missing = np.array([i for i in new if not index.contains(int(i))], dtype=np.int64)
+        for start in range(0, len(missing), 8192):
+            part = missing[start : start + 8192]
+            self.add(space, part, store.vectors(space, part, self.dims[space]))
+        self._synced[space] = (max(state[0], int(new[-1]) if len(new) else 0), position)
+        return int(len(missing)), int(len(stale))
+
     def _sync(self, store: Store, space: str) -> tuple[int, int]:
         index = self.indexes[space]
+        position = store.removal_log_position()  # read before the ids, as in catch_up
         db_ids = store.chunk_ids(space=space)
         index_ids = np.sort(np.asarray(index.ids(), dtype=np.int64)) if len(index) else np.zeros(0, np.int64)
         missing = np.setdiff1d(db_ids, index_ids, assume_unique=True)
@@ -218,6 +248,10 @@ class VectorSpaces:
         for start in range(0, len(missing), 8192):
             part = missing[start : start + 8192]
             self.add(space, part, store.vectors(space, part, self.dims[space]))
+        if position is None:
+            self._synced.pop(space, None)  # a version-1 database: every sync lists every id
+        else:
+            self._synced[space] = (int(db_ids[-1]) if len(db_ids) else 0, position)
         return int(len(missing)), int(len(stale))
 
     def save(self, generation: int) -> None:

@@ -1,0 +1,82 @@
+"""A reader's refresh reads only what changed since it last looked (schema 2's removal log and
+the ids above the last one seen), and ends in step with the database either way."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from pipeline_fakes import FakeStack, flat
+
+from kira.knowledge_base import KnowledgeBase
+from kira.knowledge_base.store import Store
+
+RED, GREEN, BLUE, YELLOW, CYAN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0), (0, 1, 1)
+
+
+def _in_step(reader: KnowledgeBase) -> bool:
+    return all(set(reader.index(space).ids().tolist()) == set(reader.store.chunk_ids(space=space).tolist())
+               for space in ("visual", "text"))
+
+
+@pytest.fixture()
+def writer(tmp_path):
+    kb = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
+    for name, colour in (("red", RED), ("green", GREEN), ("yellow", YELLOW)):
+        kb.add_image(flat(colour), doc_id=name, caption=f"{name} card")
+    kb.commit(checkpoint=True)
+    yield kb
+    kb.close()
+
+
+def test_refresh_adds_and_removes_what_changed_without_listing_every_id(writer, monkeypatch):
+    reader = KnowledgeBase.open(writer.path, models=FakeStack(), read_only=True)
+    try:
+        listed: list[str] = []
+        chunk_ids = Store.chunk_ids
+        monkeypatch.setattr(Store, "chunk_ids", lambda self, **kw: listed.append(kw.get("space")) or chunk_ids(self, **kw))
+        writer.add_image(flat(BLUE), doc_id="blue", caption="blue card")
+        writer.remove("green")
+        writer.commit()
+        assert reader.refresh()
+        assert listed == []  # the reader read the removal log and the new ids, not every id
+        monkeypatch.setattr(Store, "chunk_ids", chunk_ids)
+        assert _in_step(reader) and "green" not in {r.doc_id for r in reader.store.chunks(reader.index("visual").ids()).values()}
+        # a document added and removed between two refreshes never reaches the reader's indexes
+        writer.add_image(flat(CYAN), doc_id="cyan")
+        writer.commit()
+        writer.remove("cyan")
+        writer.add_image(flat(GREEN), doc_id="green again")
+        writer.commit()
+        assert reader.refresh() and _in_step(reader)
+        assert not reader.refresh()  # nothing new: nothing read
+    finally:
+        reader.close()
+
+
+def test_a_reader_of_a_version_1_database_lists_every_id_and_stays_in_step(writer):
+    conn = sqlite3.connect(writer.path / "kira.sqlite")
+    conn.execute("DROP TRIGGER chunks_removed")
+    conn.execute("DROP TABLE removed_chunks")
+    conn.commit()
+    conn.close()
+    reader = KnowledgeBase.open(writer.path, models=FakeStack(), read_only=True)
+    try:
+        assert reader.store.removed_since(0) is None and reader.store.removal_log_position() is None
+        writer.remove("red")
+        writer.add_image(flat(BLUE), doc_id="blue")
+        writer.commit()
+        assert reader.refresh() and _in_step(reader)
+    finally:
+        reader.close()
+
+
+def test_the_removal_log_records_cascaded_chunk_removals(writer):
+    start = writer.store.removal_log_position()
+    chunks = set(writer.store.document_chunk_ids(["red"]).values())
+    every = {c for c, row in writer.store.chunks(writer.store.chunk_ids()).items() if row.doc_id == "red"}
+    writer.remove("red")
+    writer.commit()
+    removed, position = writer.store.removed_since(start)
+    assert set(removed.tolist()) == every and chunks <= every and position == start + len(every)
+    assert writer.store.removed_since(position)[0].size == 0
