@@ -418,6 +418,11 @@ class Store:
                 out[int(cid)] = ChunkRow(int(cid), doc, level, parent, box, desc or "")
         return out
 
+    def all_document_chunk_ids(self) -> dict[str, int]:
+        """doc_id -> id of its document-level chunk, for every document that has one (one indexed query)."""
+        rows = self.conn.execute("SELECT doc_id, id FROM chunks WHERE level = 'document' ORDER BY doc_id")
+        return {d: int(i) for d, i in rows}
+
     def document_chunk_ids(self, doc_ids: Iterable[str]) -> dict[str, int]:
         """doc_id -> id of its document-level chunk."""
         docs = list(doc_ids)

@@ -101,9 +101,8 @@ def document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
     pull one class's images together and so flattens how much of a finding an image shows."""
 
     def build() -> tuple[dict[str, int], np.ndarray]:
-        docs = sorted(kb.store.documents())
-        chunk = kb.store.document_chunk_ids(docs)
-        present = [d for d in docs if d in chunk]
+        chunk = kb.store.all_document_chunk_ids()  # in doc id order
+        present = list(chunk)
         if not present or kb.vectors is None:
             return {}, np.zeros((0, 0), np.float32)
         raw = kb.store.vectors("visual", [chunk[d] for d in present], kb.vectors.dims["visual"])
