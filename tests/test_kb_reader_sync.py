@@ -80,3 +80,44 @@ def test_the_removal_log_records_cascaded_chunk_removals(writer):
     removed, position = writer.store.removed_since(start)
     assert set(removed.tolist()) == every and chunks <= every and position == start + len(every)
     assert writer.store.removed_since(position)[0].size == 0
+
+
+_WRITER_LOOP = """
+import random, sys
+sys.path.insert(0, sys.argv[2])
+from pipeline_fakes import FakeStack, flat
+from kira.knowledge_base import KnowledgeBase
+kb = KnowledgeBase.open(sys.argv[1], models=FakeStack())
+rng = random.Random(1)
+live = sorted(kb.documents())
+for i in range(300):
+    if live and rng.random() < 0.4:
+        kb.remove(live.pop(rng.randrange(len(live))))
+    else:
+        kb.add_image(flat((rng.random(), rng.random(), rng.random())), doc_id=f"d{i}")
+        live.append(f"d{i}")
+    if rng.random() < 0.5:
+        kb.commit()
+kb.close()
+"""
+
+
+def test_a_reader_refreshing_while_another_process_writes_ends_in_step(writer):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    writer.close()  # the writer is another process now
+    reader = KnowledgeBase.open(writer.path, models=FakeStack(), read_only=True)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER_LOOP, str(writer.path), str(Path(__file__).parent)])
+        found = 0
+        while proc.poll() is None:
+            found += reader.refresh()  # races the writer's commits
+        assert proc.returncode == 0
+        reader.refresh()
+        assert found > 0 and _in_step(reader)  # a missed add or removal would stay behind for good
+        assert sorted(reader.documents()) == sorted(
+            {r.doc_id for r in reader.store.chunks(reader.index("visual").ids()).values()})
+    finally:
+        reader.close()
