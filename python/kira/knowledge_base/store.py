@@ -358,7 +358,7 @@ class Store:
         return np.fromiter((r[0] for r in self.conn.execute(sql, (int(after),))), dtype=np.int64)
 
     def removed_since(self, seq: int) -> tuple[np.ndarray, int] | None:
-        """(ids of chunks removed after log position `seq`, the log's last position), or None
+        """(ids of chunks removed after log position `seq`, the last position read), or None
         for a version-1 database, which keeps no log (sync by listing every id instead)."""
         try:
             rows = self.conn.execute("SELECT seq, id FROM removed_chunks WHERE seq > ? ORDER BY seq", (int(seq),)).fetchall()
