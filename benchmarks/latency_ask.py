@@ -198,19 +198,18 @@ def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top
     (`Kira.warm()` after the commit), in alternating rounds on one knowledge base; each round
     commits one new document first, which drops the views. Also the second ask (the steady
     state), what warm costs, what each one-document commit costs and what a read-only
-    opener's `refresh()` then costs. Times in ms; `ratio`
-    is cold / warm first-ask median."""
+    opener's `refresh()` then costs. Times in ms; `ratio` is cold / warm first-ask median."""
     from kira.knowledge_base import KnowledgeBase
     from kira.pipeline import Kira
 
     logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="kira-first-") as tmp:
         kb, _ = build_synthetic_kb(Path(tmp) / "kb", docs, per_doc, index)
+        reader = KnowledgeBase.open(kb.path, models=LatencyStack(), read_only=True)  # another process's view
         try:
             kira = Kira(kb)
             rng = np.random.default_rng(2)
             kira.ask(" ".join(rng.choice(WORDS, 3)), top_k=top_k)  # imports and encoders: not what is measured
-            reader = KnowledgeBase.open(kb.path, models=LatencyStack(), read_only=True)  # another process's view
             times: dict[str, list[float]] = {"cold": [], "warm": [], "second": [], "warm_call": [], "commit": [],
                                              "reader_refresh": []}
             for n in range(2 * rounds):
@@ -241,8 +240,8 @@ def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top
                 kira.ask(second, top_k=top_k)
                 times["second"].append((time.perf_counter() - t) * 1000.0)
             chunks = sum(kb.store.count_chunks().values())
-            reader.close()
         finally:
+            reader.close()
             kb.close()
     med = {k: float(np.median(v)) for k, v in times.items()}
     return {"chunks": chunks, "index": index, "rounds": rounds, "median_ms": med,
