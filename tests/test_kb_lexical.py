@@ -128,3 +128,87 @@ def test_knowledge_base_lexical_indexes_captions_ids_and_metadata_and_refreshes(
     kb.commit()
     assert len(kb.lexical()) == 2 and len(kb.lexical().identifier_matches("P018")) == 1
     kb.close()
+
+
+def _same_index(a: LexicalIndex, b: LexicalIndex) -> bool:
+    return (np.array_equal(a.ids, b.ids) and np.array_equal(a.lengths, b.lengths) and a.postings.keys() == b.postings.keys()
+            and all(np.array_equal(a.postings[t][0], b.postings[t][0]) and np.array_equal(a.postings[t][1], b.postings[t][1])
+                    for t in a.postings))
+
+
+def test_updated_equals_a_fresh_build_and_refuses_ids_out_of_order():
+    index = LexicalIndex.build(IDS, TEXTS)
+    grown = index.updated([11, 999], [50, 51], ["Circuit C013 rev B: RC low-pass filter.", "Forest canopy, tile T043."])
+    fresh = LexicalIndex.build([10, 12, 30, 40, 50, 51], [TEXTS[0], *TEXTS[2:], "Circuit C013 rev B: RC low-pass filter.",
+                                                         "Forest canopy, tile T043."])
+    assert _same_index(grown, fresh) and _same_index(index, LexicalIndex.build(IDS, TEXTS))  # the old one is untouched
+    with pytest.raises(ValueError, match="above every id"):
+        index.updated([], [40], ["again"])
+    with pytest.raises(ValueError, match="one text per id"):
+        index.updated([], [60, 61], ["one"])
+
+
+def test_knowledge_base_lexical_follows_adds_removals_commits_and_rollbacks(tmp_path, monkeypatch):
+    """After every step the index a writer and a reader hold equals one built from scratch,
+    and once built it is updated, not rebuilt (only the new chunks are tokenised)."""
+    rng = np.random.default_rng(0)
+    writer = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
+    reader = None
+    built: list[int] = []
+    build = LexicalIndex.build.__func__
+    monkeypatch.setattr(LexicalIndex, "build", classmethod(lambda cls, ids, texts: built.append(1) or build(cls, ids, texts)))
+
+    def scratch(kb: KnowledgeBase) -> LexicalIndex:
+        return build(LexicalIndex, *kb._lexical_texts(0, kb.store.max_chunk_id()))
+
+    rollbacks = 0
+    try:
+        writer.add_image(flat((0.5, 0.5, 0.5)), doc_id="first", caption="the first case")
+        live: list[str] = ["first"]
+        assert _same_index(writer.lexical(), scratch(writer))
+        for step in range(40):
+            action = rng.choice(["add", "add", "remove", "commit", "rollback"])
+            if action == "add" or not live and action == "remove":
+                name = f"doc{step}"
+                writer.add_image(flat(tuple(rng.uniform(0, 1, 3))), doc_id=name, caption=f"case {step} of {name}")
+                live.append(name)
+            elif action == "remove":
+                writer.remove(live.pop(int(rng.integers(len(live)))))
+            elif action == "commit":
+                writer.commit()
+                if reader is None:
+                    reader = KnowledgeBase.open(tmp_path / "kb", models=FakeStack(), read_only=True)
+            else:
+                writer.rollback()
+                rollbacks += 1
+                live = sorted(writer.documents())
+            assert _same_index(writer.lexical(), scratch(writer)), (step, action)
+            if reader is not None:
+                reader.refresh()
+                assert _same_index(reader.lexical(), scratch(reader)), (step, action)
+        # built from scratch once per holder, and by the writer again after each rollback; else updated
+        assert reader is not None and rollbacks > 0 and len(built) == 2 + rollbacks
+    finally:
+        writer.close()
+        if reader is not None:
+            reader.close()
+
+
+def test_the_document_chunk_map_follows_adds_and_removals(tmp_path):
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
+        def scratch():
+            rows = kb.store.conn.execute("SELECT c.id, d.id FROM chunks c JOIN chunks d ON d.doc_id = c.doc_id "
+                                         "AND d.level = 'document' ORDER BY c.id").fetchall()
+            return [r[0] for r in rows], [r[1] for r in rows]
+
+        for step, colour in enumerate([(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0)]):
+            kb.add_image(flat(colour), doc_id=f"d{step}")
+            if step == 2:
+                kb.remove("d0")
+            kb.commit()
+            keys, values = kb._document_chunk_map()
+            assert (keys.tolist(), values.tolist()) == scratch()
+            assert kb._derived["doc_chunk_map"][2][0] is keys  # kept across the commit, to be updated next time
+        doc = kb.store.document_chunk_ids(["d1"])["d1"]
+        parts = [c for c, r in kb.store.chunks(kb.store.chunk_ids()).items() if r.doc_id == "d1"]
+        assert set(kb.document_chunk_of(np.array(parts)).tolist()) == {doc}

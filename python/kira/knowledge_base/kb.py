@@ -102,6 +102,9 @@ class KnowledgeBase:
         self._lock_fd: int | None = None
         self._adapter: Any = None
         self._caches: dict[str, Any] = {}
+        # derived views kept across commits and updated with what changed ({name: (largest chunk id
+        # seen, removal-log position read, view)}); a rollback drops them (they may hold undone rows)
+        self._derived: dict[str, tuple[int, int, Any]] = {}
         # a commit saves the index files once this share of their rows has changed (`commit`)
         self.checkpoint_share = INDEX_CHECKPOINT_SHARE
         self._seen_generation = store.generation()
@@ -405,6 +408,7 @@ class KnowledgeBase:
             self.store.conn.execute(f"RELEASE {savepoint}")
             if not was_open:
                 self.store.rollback()
+                self._derived.clear()
             raise
         for space in ("visual", "text"):
             if new_ids[space]:
@@ -467,6 +471,7 @@ class KnowledgeBase:
             for space in ("visual", "text"):
                 self.vectors._sync(self.store, space)
         self._caches.clear()
+        self._derived.clear()
 
     def close(self) -> None:
         """Commit pending changes (writers), then release files. Safe to call twice."""
@@ -625,19 +630,42 @@ class KnowledgeBase:
         values; each passage chunk with its text.
         """
         if "lexical" not in self._caches:
-            from kira.knowledge_base.lexical import LexicalIndex
-
-            rows = self.store.conn.execute(
-                "SELECT c.id, c.description, c.doc_id, d.metadata FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-                "WHERE c.level IN ('document', 'passage') ORDER BY c.id"
-            ).fetchall()
-            texts = []
-            for _cid, description, doc_id, metadata in rows:
-                values = json.loads(metadata or "{}") if metadata else {}
-                extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
-                texts.append(f"{description or ''} {doc_id.replace('-', ' ')} {extra}")
-            self._caches["lexical"] = LexicalIndex.build([r[0] for r in rows], texts)
+            self._caches["lexical"] = self._lexical_index()
         return self._caches["lexical"]
+
+    def _lexical_texts(self, after: int, upto: int) -> tuple[list[int], list[str]]:
+        """(ids, indexed texts) of the document and passage chunks with after < id <= upto, by id."""
+        rows = self.store.conn.execute(
+            "SELECT c.id, c.description, c.doc_id, d.metadata FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
+            "WHERE c.level IN ('document', 'passage') AND c.id > ? AND c.id <= ? ORDER BY c.id", (int(after), int(upto))
+        ).fetchall()
+        texts = []
+        for _cid, description, doc_id, metadata in rows:
+            values = json.loads(metadata or "{}") if metadata else {}
+            extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
+            texts.append(f"{description or ''} {doc_id.replace('-', ' ')} {extra}")
+        return [int(r[0]) for r in rows], texts
+
+    def _lexical_index(self) -> Any:
+        """The lexical index, updated from the last one this process built when the database
+        logs removals (schema 2): only the chunks added since are read and tokenised, and the
+        removed ones dropped (documents and chunks are never edited, only added or removed).
+        Otherwise, or on the first call, built from every chunk."""
+        from kira.knowledge_base.lexical import LexicalIndex
+
+        position = self.store.removal_log_position()  # read first: see VectorSpaces.catch_up
+        top = self.store.max_chunk_id()
+        state = self._derived.get("lexical")
+        if state is not None and position is not None:
+            last_top, last_position, previous = state
+            gone, position = self.store.removed_since(last_position) or (np.zeros(0, np.int64), last_position)
+            ids, texts = self._lexical_texts(last_top, top)
+            index = previous.updated(gone, ids, texts)
+        else:
+            index = LexicalIndex.build(*self._lexical_texts(0, top))
+        if position is not None:
+            self._derived["lexical"] = (max(top, state[0] if state else 0), position, index)
+        return index
 
     def warm(self) -> dict[str, float]:
         """Pick up new commits (`refresh`), then build the derived views a query reads, so the
@@ -647,7 +675,7 @@ class KnowledgeBase:
         finds new commits: the lexical index, the chunk -> document map, the compound groups
         and their partners, compound documents and multiview sets, and with a model stack
         that has no text tower in image space the text->image bridge (at 100k chunks they cost
-        the first query some 200 ms; see benchmarks/latency_ask.py --first). A writer calls
+        the first query some 70 ms; see benchmarks/latency_ask.py --first). A writer calls
         this after `commit()`; a reader calls it now and then (each `ask` refreshes too,
         and would then build them itself): with nothing new it returns at once.
         `kira.Kira.warm` also builds the pipeline's own views. Returns {view: seconds
@@ -672,13 +700,30 @@ class KnowledgeBase:
         return seconds
 
     def _document_chunk_map(self) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids ascending, their document chunk ids), cached per commit."""
-        def build() -> tuple[np.ndarray, np.ndarray]:
-            rows = self.store.conn.execute(
+        """(chunk ids ascending, their document chunk ids), cached per commit; like the lexical
+        index, updated from the last one built with what was added and removed since."""
+        def rows(after: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
+            found = self.store.conn.execute(
                 "SELECT c.id, d.id FROM chunks c JOIN chunks d ON d.doc_id = c.doc_id AND d.level = 'document' "
-                "ORDER BY c.id"
+                "WHERE c.id > ? AND c.id <= ? ORDER BY c.id", (int(after), int(upto))
             ).fetchall()
-            return np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64)
+            return np.array([r[0] for r in found], dtype=np.int64), np.array([r[1] for r in found], dtype=np.int64)
+
+        def build() -> tuple[np.ndarray, np.ndarray]:
+            position = self.store.removal_log_position()  # read first: see VectorSpaces.catch_up
+            top = self.store.max_chunk_id()
+            state = self._derived.get("doc_chunk_map")
+            if state is not None and position is not None:
+                last_top, last_position, (keys, values) = state
+                gone, position = self.store.removed_since(last_position) or (np.zeros(0, np.int64), last_position)
+                keep = ~np.isin(keys, gone)
+                new_keys, new_values = rows(last_top, top)
+                result = (np.concatenate([keys[keep], new_keys]), np.concatenate([values[keep], new_values]))
+            else:
+                result = rows(0, top)
+            if position is not None:
+                self._derived["doc_chunk_map"] = (max(top, state[0] if state else 0), position, result)
+            return result
 
         return self.memo("doc_chunk_map", build)
 

@@ -85,11 +85,13 @@ class LexicalHits:
 class LexicalIndex:
     """An in-memory BM25 index over (chunk id, text) pairs. Build with `LexicalIndex.build`."""
 
-    def __init__(self, ids: np.ndarray, lengths: np.ndarray, postings: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    def __init__(self, ids: np.ndarray, lengths: np.ndarray, postings: dict[str, tuple[np.ndarray, np.ndarray]],
+                 counts: Sequence[Counter] | None = None) -> None:
         self.ids = ids
         self.lengths = lengths
         self.postings = postings
         self.avg_length = float(lengths.mean()) if len(lengths) else 0.0
+        self.counts = counts  # per row, its terms' frequencies: what `updated` rebuilds from without re-tokenising
 
     @classmethod
     def build(cls, chunk_ids: Sequence[int] | np.ndarray, texts: Iterable[str]) -> LexicalIndex:
@@ -103,17 +105,39 @@ class LexicalIndex:
             raise ValueError(f"{len(ids)} chunk ids but {len(texts)} texts; pass one text per id")
         if len(np.unique(ids)) != len(ids):
             raise ValueError("chunk ids repeat; pass each chunk once")
+        return cls._from_counts(ids, [Counter(lexical_terms(text)) for text in texts])
+
+    @classmethod
+    def _from_counts(cls, ids: np.ndarray, counts: list[Counter]) -> LexicalIndex:
         rows: dict[str, list[int]] = {}
         freqs: dict[str, list[int]] = {}
         lengths = np.zeros(len(ids), dtype=np.float32)
-        for row, text in enumerate(texts):
-            terms = lexical_terms(text)
-            lengths[row] = len(terms)
-            for term, tf in Counter(terms).items():
+        for row, count in enumerate(counts):
+            lengths[row] = sum(count.values())
+            for term, tf in count.items():
                 rows.setdefault(term, []).append(row)
                 freqs.setdefault(term, []).append(tf)
         postings = {t: (np.asarray(r, dtype=np.int32), np.asarray(freqs[t], dtype=np.float32)) for t, r in rows.items()}
-        return cls(ids, lengths, postings)
+        return cls(ids, lengths, postings, counts)
+
+    def updated(self, removed: np.ndarray | Sequence[int], chunk_ids: Sequence[int] | np.ndarray,
+                texts: Iterable[str]) -> LexicalIndex:
+        """A new index: this one without the chunks `removed` (ids it does not hold are ignored)
+        and with `texts[i]` under `chunk_ids[i]`, which must be new and above every id it holds
+        (chunk ids only grow), so rows stay in id order and the result equals a fresh `build`.
+        Only the new texts are tokenised. Raises ValueError for an id not above the others."""
+        new_ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+        texts = list(texts)
+        if len(new_ids) != len(texts):
+            raise ValueError(f"{len(new_ids)} chunk ids but {len(texts)} texts; pass one text per id")
+        if len(new_ids) and (np.any(np.diff(new_ids) <= 0) or (len(self.ids) and new_ids[0] <= self.ids[-1])):
+            raise ValueError("new chunk ids must ascend and lie above every id the index holds")
+        if self.counts is None:
+            raise ValueError("this index keeps no term counts; build a new one with LexicalIndex.build")
+        keep = ~np.isin(self.ids, np.asarray(removed, dtype=np.int64)) if len(removed) else np.ones(len(self.ids), bool)
+        kept = [c for c, k in zip(self.counts, keep.tolist()) if k]
+        return LexicalIndex._from_counts(np.concatenate([self.ids[keep], new_ids]),
+                                         kept + [Counter(lexical_terms(t)) for t in texts])
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -367,6 +367,10 @@ class Store:
         # the last position read, not the log's current end: a removal committed meanwhile is read next time
         return np.array([r[1] for r in rows], dtype=np.int64), int(rows[-1][0]) if rows else int(seq)
 
+    def max_chunk_id(self) -> int:
+        """The largest chunk id stored (0 when there is none)."""
+        return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM chunks").fetchone()[0])
+
     def removal_log_position(self) -> int | None:
         """The removal log's last position (0 when empty), or None for a version-1 database."""
         try:
