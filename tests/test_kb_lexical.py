@@ -212,3 +212,18 @@ def test_the_document_chunk_map_follows_adds_and_removals(tmp_path):
         doc = kb.store.document_chunk_ids(["d1"])["d1"]
         parts = [c for c, r in kb.store.chunks(kb.store.chunk_ids()).items() if r.doc_id == "d1"]
         assert set(kb.document_chunk_of(np.array(parts)).tolist()) == {doc}
+
+
+def test_level_ids_are_kept_across_commits_and_follow_adds_and_removals(tmp_path):
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
+        for step, colour in enumerate([(1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0)]):
+            kb.add_image(flat(colour, spot=((0, 0, 0), 8, 8, 12)), doc_id=f"d{step}")
+            if step == 2:
+                kb.remove("d1")
+            kb.commit()
+            for levels in (["region", "patch"], ["document"]):
+                assert kb.level_ids(levels).tolist() == kb.store.chunk_ids(levels=levels).tolist()
+        assert "levels:patch,region" in kb._derived and "levels:document" in kb._derived
+        kb.remove("d3")
+        kb.rollback()  # drops the kept views: they may hold what the rollback undid
+        assert not kb._derived and kb.level_ids(["document"]).tolist() == kb.store.chunk_ids(levels=["document"]).tolist()

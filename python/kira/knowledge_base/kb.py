@@ -540,11 +540,41 @@ class KnowledgeBase:
         }
 
     def level_ids(self, levels: Iterable[str]) -> np.ndarray:
-        """Sorted int64 ids of chunks at `levels` (cached until the next change)."""
+        """Sorted int64 ids of chunks at `levels` (cached per commit, updated with what changed)."""
         key = ("levels", tuple(sorted(set(levels))))
         if key not in self._caches:
-            self._caches[key] = self.store.chunk_ids(levels=key[1])
+            self._caches[key] = self._kept_view(
+                f"levels:{','.join(key[1])}",
+                read=lambda after, upto: self.store.chunk_ids(levels=key[1], after=after, upto=upto),
+                build=lambda ids: ids,
+                update=lambda ids, new, gone: np.concatenate([ids[~np.isin(ids, gone)], new]))
         return self._caches[key]
+
+    def _kept_view(self, name: str, *, read: Callable[[int, int], Any], build: Callable[[Any], T],
+                   update: Callable[[T, Any, np.ndarray], T]) -> T:
+        """A view of the chunks kept across commits and updated with what changed since it was
+        last built, instead of being rebuilt (documents and chunks are only ever added or removed).
+
+        read(after, upto): what the view needs of the chunks with after < id <= upto;
+        build(read(0, top)): the view from scratch; update(previous, read(last, top), removed
+        chunk ids): the view now. Without a removal log (a version-1 database) it is built from
+        scratch each time. The log position and the largest id are read first, so whatever
+        commits meanwhile is read next time (see VectorSpaces.catch_up); a rollback drops
+        every kept view (they may hold rows it undid).
+        """
+        position = self.store.removal_log_position()
+        top = self.store.max_chunk_id()
+        state = self._derived.get(name)
+        if state is not None and position is not None:
+            last_top, last_position, previous = state
+            gone, position = self.store.removed_since(last_position) or (np.zeros(0, np.int64), last_position)
+            value = update(previous, read(last_top, top), gone)
+            top = max(top, last_top)
+        else:
+            value = build(read(0, top))
+        if position is not None:
+            self._derived[name] = (top, position, value)
+        return value
 
     def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, DocumentRow]:
         return self.store.documents(doc_ids)
@@ -647,25 +677,12 @@ class KnowledgeBase:
         return [int(r[0]) for r in rows], texts
 
     def _lexical_index(self) -> Any:
-        """The lexical index, updated from the last one this process built when the database
-        logs removals (schema 2): only the chunks added since are read and tokenised, and the
-        removed ones dropped (documents and chunks are never edited, only added or removed).
-        Otherwise, or on the first call, built from every chunk."""
+        """The lexical index, kept across commits (`_kept_view`): only the chunks added since it
+        was last built are read and tokenised, the removed ones dropped."""
         from kira.knowledge_base.lexical import LexicalIndex
 
-        position = self.store.removal_log_position()  # read first: see VectorSpaces.catch_up
-        top = self.store.max_chunk_id()
-        state = self._derived.get("lexical")
-        if state is not None and position is not None:
-            last_top, last_position, previous = state
-            gone, position = self.store.removed_since(last_position) or (np.zeros(0, np.int64), last_position)
-            ids, texts = self._lexical_texts(last_top, top)
-            index = previous.updated(gone, ids, texts)
-        else:
-            index = LexicalIndex.build(*self._lexical_texts(0, top))
-        if position is not None:
-            self._derived["lexical"] = (max(top, state[0] if state else 0), position, index)
-        return index
+        return self._kept_view("lexical", read=self._lexical_texts, build=lambda rows: LexicalIndex.build(*rows),
+                               update=lambda index, rows, gone: index.updated(gone, *rows))
 
     def warm(self) -> dict[str, float]:
         """Pick up new commits (`refresh`), then build the derived views a query reads, so the
@@ -700,8 +717,8 @@ class KnowledgeBase:
         return seconds
 
     def _document_chunk_map(self) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids ascending, their document chunk ids), cached per commit; like the lexical
-        index, updated from the last one built with what was added and removed since."""
+        """(chunk ids ascending, their document chunk ids), cached per commit and kept across
+        commits (`_kept_view`)."""
         def rows(after: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
             found = self.store.conn.execute(
                 "SELECT c.id, d.id FROM chunks c JOIN chunks d ON d.doc_id = c.doc_id AND d.level = 'document' "
@@ -709,23 +726,13 @@ class KnowledgeBase:
             ).fetchall()
             return np.array([r[0] for r in found], dtype=np.int64), np.array([r[1] for r in found], dtype=np.int64)
 
-        def build() -> tuple[np.ndarray, np.ndarray]:
-            position = self.store.removal_log_position()  # read first: see VectorSpaces.catch_up
-            top = self.store.max_chunk_id()
-            state = self._derived.get("doc_chunk_map")
-            if state is not None and position is not None:
-                last_top, last_position, (keys, values) = state
-                gone, position = self.store.removed_since(last_position) or (np.zeros(0, np.int64), last_position)
-                keep = ~np.isin(keys, gone)
-                new_keys, new_values = rows(last_top, top)
-                result = (np.concatenate([keys[keep], new_keys]), np.concatenate([values[keep], new_values]))
-            else:
-                result = rows(0, top)
-            if position is not None:
-                self._derived["doc_chunk_map"] = (max(top, state[0] if state else 0), position, result)
-            return result
+        def update(previous: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray],
+                   gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            keep = ~np.isin(previous[0], gone)
+            return np.concatenate([previous[0][keep], new[0]]), np.concatenate([previous[1][keep], new[1]])
 
-        return self.memo("doc_chunk_map", build)
+        return self.memo("doc_chunk_map", lambda: self._kept_view("doc_chunk_map", read=rows, build=lambda r: r,
+                                                                  update=update))
 
     def document_groups(self) -> Any:
         """A `kira._core.GroupMap` from chunk id to its document chunk id (cached per commit).

@@ -339,8 +339,10 @@ class Store:
         """Chunk counts by level."""
         return {lvl: int(n) for lvl, n in self.conn.execute("SELECT level, COUNT(*) FROM chunks GROUP BY level")}
 
-    def chunk_ids(self, *, space: str | None = None, levels: Iterable[str] | None = None) -> np.ndarray:
-        """Sorted int64 ids of chunks (those having a vector in `space` when given, at `levels` when given)."""
+    def chunk_ids(self, *, space: str | None = None, levels: Iterable[str] | None = None,
+                  after: int | None = None, upto: int | None = None) -> np.ndarray:
+        """Sorted int64 ids of chunks (those having a vector in `space` when given, at `levels` when
+        given, with after < id <= upto when given)."""
         sql = "SELECT id FROM chunks WHERE 1=1"
         args: list[Any] = []
         if space is not None:
@@ -349,6 +351,12 @@ class Store:
             levels = list(levels)
             sql += f" AND level IN ({','.join('?' * len(levels))})"
             args += levels
+        if after is not None:
+            sql += " AND id > ?"
+            args.append(int(after))
+        if upto is not None:
+            sql += " AND id <= ?"
+            args.append(int(upto))
         sql += " ORDER BY id"
         return np.fromiter((r[0] for r in self.conn.execute(sql, args)), dtype=np.int64)
 
