@@ -252,3 +252,29 @@ def test_ask_adds_the_measured_change_as_its_own_claim(clinic):
     assert not any("measured" in i.paths for i in Kira(clinic).ask(_compare("P001"), variant="query_expansion").evidence.items)
     off = dataclasses.replace(clinic.config, hops=dataclasses.replace(clinic.config.hops, change_along_finding=False))
     assert "change" not in Kira(clinic, config=off).ask(_compare("P001"), variant="multi_hop").trace
+
+
+def test_statement_documents_and_document_space_kept_across_commits_equal_a_fresh_build(tmp_path):
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
+        def fresh():
+            kept = dict(kb._derived)
+            kb._derived.clear()
+            kb._caches.clear()
+            try:
+                return statement_documents(kb), document_space(kb)
+            finally:
+                kb._derived.update(kept)
+                kb._caches.clear()
+
+        for step, (colour, caption) in enumerate([(BLUE, "Lake tile. Open water."), (GREEN, "Forest tile. Closed canopy."),
+                                                  (YELLOW, "Sand tile. Open water."), (RED, "Red tile. Closed canopy.")]):
+            kb.add_image(flat(colour), doc_id=f"t{step}", caption=caption)
+            if step == 2:
+                kb.remove("t0")
+            kb.commit()
+            statements, (rows, matrix) = statement_documents(kb), document_space(kb)
+            assert "statement_documents" in kb._derived and "document_space" in kb._derived  # kept, to update next
+            want_statements, (want_rows, want_matrix) = fresh()
+            assert statements == want_statements and rows == want_rows
+            np.testing.assert_allclose(matrix, want_matrix, rtol=1e-6)
+        assert statements[statement_shape("Open water")] == frozenset({"t2"})  # t0 was removed

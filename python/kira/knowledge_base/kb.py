@@ -543,14 +543,14 @@ class KnowledgeBase:
         """Sorted int64 ids of chunks at `levels` (cached per commit, updated with what changed)."""
         key = ("levels", tuple(sorted(set(levels))))
         if key not in self._caches:
-            self._caches[key] = self._kept_view(
+            self._caches[key] = self.kept_view(
                 f"levels:{','.join(key[1])}",
                 read=lambda after, upto: self.store.chunk_ids(levels=key[1], after=after, upto=upto),
                 build=lambda ids: ids,
                 update=lambda ids, new, gone: np.concatenate([ids[~np.isin(ids, gone)], new]))
         return self._caches[key]
 
-    def _kept_view(self, name: str, *, read: Callable[[int, int], Any], build: Callable[[Any], T],
+    def kept_view(self, name: str, *, read: Callable[[int, int], Any], build: Callable[[Any], T],
                    update: Callable[[T, Any, np.ndarray], T]) -> T:
         """A view of the chunks kept across commits and updated with what changed since it was
         last built, instead of being rebuilt (documents and chunks are only ever added or removed).
@@ -677,11 +677,11 @@ class KnowledgeBase:
         return [int(r[0]) for r in rows], texts
 
     def _lexical_index(self) -> Any:
-        """The lexical index, kept across commits (`_kept_view`): only the chunks added since it
+        """The lexical index, kept across commits (`kept_view`): only the chunks added since it
         was last built are read and tokenised, the removed ones dropped."""
         from kira.knowledge_base.lexical import LexicalIndex
 
-        return self._kept_view("lexical", read=self._lexical_texts, build=lambda rows: LexicalIndex.build(*rows),
+        return self.kept_view("lexical", read=self._lexical_texts, build=lambda rows: LexicalIndex.build(*rows),
                                update=lambda index, rows, gone: index.updated(gone, *rows))
 
     def warm(self) -> dict[str, float]:
@@ -718,7 +718,7 @@ class KnowledgeBase:
 
     def _document_chunk_map(self) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids ascending, their document chunk ids), cached per commit and kept across
-        commits (`_kept_view`)."""
+        commits (`kept_view`)."""
         def rows(after: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
             found = self.store.conn.execute(
                 "SELECT c.id, d.id FROM chunks c JOIN chunks d ON d.doc_id = c.doc_id AND d.level = 'document' "
@@ -731,7 +731,7 @@ class KnowledgeBase:
             keep = ~np.isin(previous[0], gone)
             return np.concatenate([previous[0][keep], new[0]]), np.concatenate([previous[1][keep], new[1]])
 
-        return self.memo("doc_chunk_map", lambda: self._kept_view("doc_chunk_map", read=rows, build=lambda r: r,
+        return self.memo("doc_chunk_map", lambda: self.kept_view("doc_chunk_map", read=rows, build=lambda r: r,
                                                                   update=update))
 
     def document_groups(self) -> Any:

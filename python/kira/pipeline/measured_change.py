@@ -81,35 +81,68 @@ def finding_of(texts: Sequence[str]) -> tuple[str, frozenset[str]] | None:
 
 
 def statement_documents(kb: Any) -> dict[frozenset[str], frozenset[str]]:
-    """{statement shape: doc ids whose caption states it}, over every document; cached per commit."""
+    """{statement shape: doc ids whose caption states it}, over every document with a document
+    chunk; cached per commit, and kept across commits (`KnowledgeBase.kept_view`): only new
+    captions are parsed."""
+
+    def read(after: int, upto: int) -> dict[int, tuple[str, frozenset[frozenset[str]]]]:
+        rows = kb.store.conn.execute(
+            "SELECT c.id, d.doc_id, d.caption FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
+            "WHERE c.level = 'document' AND c.id > ? AND c.id <= ? ORDER BY c.id", (int(after), int(upto)))
+        return {int(cid): (doc_id, frozenset(statement_shape(sentence) for sentence, is_meta, _ in
+                                             sentences_of(caption or "") if not is_meta))
+                for cid, doc_id, caption in rows}
+
+    def update(previous: dict, new: dict, gone: np.ndarray) -> dict:
+        removed = set(gone.tolist())
+        return {**{c: v for c, v in previous.items() if c not in removed}, **new}
 
     def build() -> dict[frozenset[str], frozenset[str]]:
+        by_chunk = kb.kept_view("statement_documents", read=read, build=lambda rows: rows, update=update)
         out: dict[frozenset[str], set[str]] = {}
-        for doc_id, row in kb.store.documents().items():
-            for sentence, is_meta, _context in sentences_of(row.caption or ""):
-                if not is_meta:
-                    out.setdefault(statement_shape(sentence), set()).add(doc_id)
+        for doc_id, shapes in by_chunk.values():
+            for shape in shapes:
+                out.setdefault(shape, set()).add(doc_id)
         return {shape: frozenset(docs) for shape, docs in out.items()}
 
     return kb.memo("statement_documents", build)
 
 
 def document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
-    """({doc id: row}, unit raw visual vectors of every document with an image), cached per commit.
+    """({doc id: row}, unit raw visual vectors of every document with an image), rows in
+    document-chunk order; cached per commit, and kept across commits (`KnowledgeBase.kept_view`).
 
     Raw: the encoder's features, not the domain adapter's projection, which is trained to
     pull one class's images together and so flattens how much of a finding an image shows."""
 
+    def read(after: int, upto: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+        found = kb.store.conn.execute(
+            "SELECT id, doc_id FROM chunks WHERE level = 'document' AND visual IS NOT NULL AND id > ? AND id <= ? "
+            "ORDER BY id", (int(after), int(upto))).fetchall()
+        chunks = np.array([r[0] for r in found], dtype=np.int64)
+        raw = kb.store.vectors("visual", chunks, kb.vectors.dims["visual"]) if len(chunks) else np.zeros((0, 0))
+        norms = np.linalg.norm(raw, axis=1) if len(chunks) else np.zeros(0)
+        keep = np.flatnonzero(norms > 0)  # an all-zero vector: no image
+        unit = (raw[keep] / norms[keep, None]).astype(np.float32) if len(keep) else np.zeros((0, 0), np.float32)
+        return [found[i][1] for i in keep], chunks[keep], unit
+
+    def update(previous, new, gone: np.ndarray):
+        docs, chunks, matrix = previous
+        keep = ~np.isin(chunks, gone)
+        if not len(new[0]):
+            return [d for d, k in zip(docs, keep.tolist()) if k], chunks[keep], matrix[keep]
+        if not len(docs):
+            return new
+        return ([d for d, k in zip(docs, keep.tolist()) if k] + new[0], np.concatenate([chunks[keep], new[1]]),
+                np.concatenate([matrix[keep], new[2]]))
+
     def build() -> tuple[dict[str, int], np.ndarray]:
-        chunk = kb.store.all_document_chunk_ids()  # in doc id order
-        present = list(chunk)
-        if not present or kb.vectors is None:
+        if kb.vectors is None:
             return {}, np.zeros((0, 0), np.float32)
-        raw = kb.store.vectors("visual", [chunk[d] for d in present], kb.vectors.dims["visual"])
-        norms = np.linalg.norm(raw, axis=1)
-        keep = np.flatnonzero(norms > 0)  # a document without an image has no visual vector
-        rows = {present[i]: n for n, i in enumerate(keep)}
-        return rows, (raw[keep] / norms[keep, None]).astype(np.float32)
+        docs, _chunks, matrix = kb.kept_view("document_space", read=read, build=lambda rows: rows, update=update)
+        if not docs:
+            return {}, np.zeros((0, 0), np.float32)
+        return {d: n for n, d in enumerate(docs)}, matrix
 
     return kb.memo("document_space", build)
 
