@@ -73,3 +73,27 @@ def test_bridge_is_refitted_only_once_the_captioned_documents_changed_by_the_sha
             assert fits == expect, (i, share)
         assert kb.store.get_meta("bridge_fitted_on") == "43"
         assert kb.bridge() is not None and fits == [40, 43]  # read back, not refitted
+
+
+def test_a_reader_picks_up_an_adapter_the_writer_sets_or_removes(tmp_path):
+    rng = np.random.default_rng(1)
+    head = ProjectionHead(weight=rng.normal(size=(48, 16)).astype(np.float32), bias=np.zeros(16, np.float32))
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as writer:
+        for name, c in COLOURS.items():
+            writer.add_image(flat(c), doc_id=name, caption=f"{name} card")
+        writer.commit()
+        reader = KnowledgeBase.open(tmp_path / "kb", models=FakeStack(), read_only=True)
+        try:
+            assert reader.adapter is None and reader.index("visual").dim == 48
+            writer.set_adapter(head)
+            assert reader.refresh()
+            assert reader.adapter is not None and reader.index("visual").dim == 16
+            assert Kira(reader).ask(image=flat(COLOURS["green"]), variant="full").evidence.items[0].doc_id == "green"
+            writer.add_image(flat((0.5, 0.5, 0.5)), doc_id="grey")
+            writer.commit()
+            assert reader.refresh() and reader.index("visual").dim == 16  # later rows arrive through the adapter
+            assert len(reader.index("visual")) == len(reader.store.chunk_ids(space="visual"))
+            writer.set_adapter(None)
+            assert reader.refresh() and reader.adapter is None and reader.index("visual").dim == 48
+        finally:
+            reader.close()

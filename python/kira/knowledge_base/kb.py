@@ -102,6 +102,7 @@ class KnowledgeBase:
         self._lock_fd: int | None = None
         self._adapter: Any = None
         self._caches: dict[str, Any] = {}
+        self._adapter_version = store.get_meta("adapter_version", "0")  # what the loaded visual index was projected with
         # derived views kept across commits and updated with what changed ({name: (largest chunk id
         # seen, removal-log position read, view)}); a rollback drops them (they may hold undone rows)
         self._derived: dict[str, tuple[int, int, Any]] = {}
@@ -207,6 +208,7 @@ class KnowledgeBase:
 
     def _open_vectors(self, dims: dict[str, int]) -> None:
         kind = self.store.get_meta("index_kind", "flat") or "flat"
+        self._adapter_version = self.store.get_meta("adapter_version", "0")
         self._adapter = self._load_adapter()
         transform, vdim = self._adapter_transform(dims["visual"])
         self.vectors = VectorSpaces(self.path, kind, dims, transform=transform, visual_dim=vdim)
@@ -503,11 +505,13 @@ class KnowledgeBase:
         generation = self.store.generation()
         if generation == self._seen_generation:
             return False
-        if self.vectors is None:
+        adapter_version = self.store.get_meta("adapter_version", "0")
+        if self.vectors is None or adapter_version != self._adapter_version:
+            # first vectors, or the writer set another domain adapter: load the (re-projected) indexes
             dims = json.loads(self.store.get_meta("dims", "null") or "null")
             if dims is not None:
                 self._open_vectors(dims)
-        elif self.vectors is not None:
+        else:
             for space in ("visual", "text"):
                 self.vectors.catch_up(self.store, space)  # what changed since this process last looked
         self._caches.clear()
@@ -791,10 +795,12 @@ class KnowledgeBase:
             shutil.rmtree(target, ignore_errors=True)
             os.replace(tmp, target)
             self.store.set_meta("adapter_class", f"{cls.__module__}:{cls.__qualname__}")
+        # readers compare this on refresh: a changed adapter means a re-projected visual index to load
+        self.store.set_meta("adapter_version", str(int(self.store.get_meta("adapter_version", "0") or 0) + 1))
         self._adapter = adapter
         transform, dim = self._adapter_transform(vectors.dims["visual"])
         vectors.reproject_visual(self.store, transform, dim)
-        self.commit()
+        self.commit(checkpoint=True)  # the files hold the re-projected index before any reader reloads
 
     def _load_adapter(self) -> Any:
         name = self.store.get_meta("adapter_class") or ""
