@@ -14,24 +14,17 @@ requires) and usearch, at M = 16, ef_construction = 200. A missing peer is skipp
 from __future__ import annotations
 
 import argparse
-import importlib
 import time
 from collections.abc import Callable
 
 import numpy as np
 
+from compare_indexes import optional
+
 from kira import _core
 from kira.eval.synthetic import clustered_vectors
 
 M, EF_CONSTRUCTION = 16, 200
-
-
-def _optional(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        print(f"> {name} is not installed: skipped (pip install 'kira[bench]')")
-        return None
 
 
 def contenders(n: int, dim: int, adds: int) -> dict[str, tuple[Callable[[np.ndarray, np.ndarray], object], ...]]:
@@ -52,7 +45,7 @@ def contenders(n: int, dim: int, adds: int) -> dict[str, tuple[Callable[[np.ndar
 
     out["kira FlatIndex"] = kira_factory(_core.FlatIndex)
     out["kira HNSWIndex"] = kira_factory(_core.HNSWIndex, M=M, ef_construction=EF_CONSTRUCTION)
-    faiss = _optional("faiss")
+    faiss = optional("faiss")
     if faiss is not None:
         flat: dict[str, object] = {}
 
@@ -69,7 +62,7 @@ def contenders(n: int, dim: int, adds: int) -> dict[str, tuple[Callable[[np.ndar
             graph["ix"].add(x)
 
         out["faiss IndexHNSWFlat"] = (graph_build, lambda i, row: graph["ix"].add(row[None]))
-    hnswlib = _optional("hnswlib")
+    hnswlib = optional("hnswlib")
     if hnswlib is not None:
         hstate: dict[str, object] = {}
 
@@ -80,7 +73,7 @@ def contenders(n: int, dim: int, adds: int) -> dict[str, tuple[Callable[[np.ndar
             hstate["ix"] = ix
 
         out["hnswlib"] = (hbuild, lambda i, row: hstate["ix"].add_items(row[None], np.array([i])))
-    usearch = _optional("usearch.index")
+    usearch = optional("usearch.index")
     if usearch is not None:
         ustate: dict[str, object] = {}
 

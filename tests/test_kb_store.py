@@ -318,13 +318,3 @@ def test_a_database_from_a_newer_kira_is_refused(tmp_path):
     conn.close()
     with pytest.raises(ValueError, match="newer than this kira understands"):
         KnowledgeBase.open(path, models=FakeStack())
-
-
-def test_all_document_chunk_ids_lists_every_document_chunk_in_doc_id_order(kb):
-    kb.add_image(flat(RED), doc_id="b")
-    kb.add_image(flat(GREEN), doc_id="a")
-    kb.store.insert_document("no-chunks", source=None, caption=None, width=1, height=1, metadata={}, tags=(),
-                             thumbnail=None, provenance={})
-    every = kb.store.all_document_chunk_ids()
-    assert list(every) == ["a", "b"] and every == kb.store.document_chunk_ids(["a", "b", "no-chunks"])
-    assert all(kb.store.chunks([c])[c].level == "document" for c in every.values())

@@ -94,7 +94,7 @@ CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 # the whole chunks table, BLOBs and all: 100 ms per space at 100k chunks, 24 ms now), and a
 # log of removed chunk ids that a trigger fills (also on cascade from documents), so a
 # reader's refresh reads the chunks added above the last id it saw and the removals logged
-# since, not every id (`Store.chunk_ids_after`, `Store.removed_since`).
+# since, not every id (`Store.chunk_ids(after=)`, `Store.removed_since`).
 _SCHEMA_V2 = (
     "CREATE INDEX IF NOT EXISTS chunks_with_visual ON chunks(id) WHERE visual IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS chunks_with_text ON chunks(id) WHERE text IS NOT NULL",
@@ -360,11 +360,6 @@ class Store:
         sql += " ORDER BY id"
         return np.fromiter((r[0] for r in self.conn.execute(sql, args)), dtype=np.int64)
 
-    def chunk_ids_after(self, space: str, after: int) -> np.ndarray:
-        """Sorted int64 ids above `after` of chunks with a vector in `space` (ids only grow: the new ones)."""
-        sql = f"SELECT id FROM chunks WHERE id > ? AND {_space_column(space)} IS NOT NULL ORDER BY id"
-        return np.fromiter((r[0] for r in self.conn.execute(sql, (int(after),))), dtype=np.int64)
-
     def removed_since(self, seq: int) -> tuple[np.ndarray, int] | None:
         """(ids of chunks removed after log position `seq`, the last position read), or None
         for a version-1 database, which keeps no log (sync by listing every id instead)."""
@@ -429,11 +424,6 @@ class Store:
                 box = None if x0 is None else (int(x0), int(y0), int(x1), int(y1))
                 out[int(cid)] = ChunkRow(int(cid), doc, level, parent, box, desc or "")
         return out
-
-    def all_document_chunk_ids(self) -> dict[str, int]:
-        """doc_id -> id of its document-level chunk, for every document that has one (one indexed query)."""
-        rows = self.conn.execute("SELECT doc_id, id FROM chunks WHERE level = 'document' ORDER BY doc_id")
-        return {d: int(i) for d, i in rows}
 
     def document_chunk_ids(self, doc_ids: Iterable[str]) -> dict[str, int]:
         """doc_id -> id of its document-level chunk."""

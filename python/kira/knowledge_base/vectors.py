@@ -223,17 +223,21 @@ class VectorSpaces:
             return self._sync(store, space)
         index = self.indexes[space]
         gone, position = removed  # read before the new ids: a chunk added and removed meanwhile is not re-added
-        new = store.chunk_ids_after(space, state[0])
+        new = store.chunk_ids(space=space, after=state[0])
         stale = np.array([i for i in gone if index.contains(int(i))], dtype=np.int64)
         if len(stale):
             index.remove(stale)
             self.unsaved += len(stale)
         missing = np.array([i for i in new if not index.contains(int(i))], dtype=np.int64)
-        for start in range(0, len(missing), 8192):
-            part = missing[start : start + 8192]
-            self.add(space, part, store.vectors(space, part, self.dims[space]))
+        self._add_stored(store, space, missing)
         self._synced[space] = (max(state[0], int(new[-1]) if len(new) else 0), position)
         return int(len(missing)), int(len(stale))
+
+    def _add_stored(self, store: Store, space: str, ids: np.ndarray) -> None:
+        """Add the rows `ids` of `space` from the vectors the database stores, 8192 at a time."""
+        for start in range(0, len(ids), 8192):
+            part = ids[start : start + 8192]
+            self.add(space, part, store.vectors(space, part, self.dims[space]))
 
     def _sync(self, store: Store, space: str) -> tuple[int, int]:
         index = self.indexes[space]
@@ -245,9 +249,7 @@ class VectorSpaces:
         if len(stale):
             index.remove(stale)
             self.unsaved += len(stale)
-        for start in range(0, len(missing), 8192):
-            part = missing[start : start + 8192]
-            self.add(space, part, store.vectors(space, part, self.dims[space]))
+        self._add_stored(store, space, missing)
         if position is None:
             self._synced.pop(space, None)  # a version-1 database: every sync lists every id
         else:

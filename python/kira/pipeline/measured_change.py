@@ -120,19 +120,14 @@ def document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
             "SELECT id, doc_id FROM chunks WHERE level = 'document' AND visual IS NOT NULL AND id > ? AND id <= ? "
             "ORDER BY id", (int(after), int(upto))).fetchall()
         chunks = np.array([r[0] for r in found], dtype=np.int64)
-        raw = kb.store.vectors("visual", chunks, kb.vectors.dims["visual"]) if len(chunks) else np.zeros((0, 0))
-        norms = np.linalg.norm(raw, axis=1) if len(chunks) else np.zeros(0)
+        raw = kb.store.vectors("visual", chunks, kb.vectors.dims["visual"])  # (0, dim) when none
+        norms = np.linalg.norm(raw, axis=1)
         keep = np.flatnonzero(norms > 0)  # an all-zero vector: no image
-        unit = (raw[keep] / norms[keep, None]).astype(np.float32) if len(keep) else np.zeros((0, 0), np.float32)
-        return [found[i][1] for i in keep], chunks[keep], unit
+        return [found[i][1] for i in keep], chunks[keep], (raw[keep] / norms[keep, None]).astype(np.float32)
 
     def update(previous, new, gone: np.ndarray):
         docs, chunks, matrix = previous
         keep = ~np.isin(chunks, gone)
-        if not len(new[0]):
-            return [d for d, k in zip(docs, keep.tolist()) if k], chunks[keep], matrix[keep]
-        if not len(docs):
-            return new
         return ([d for d, k in zip(docs, keep.tolist()) if k] + new[0], np.concatenate([chunks[keep], new[1]]),
                 np.concatenate([matrix[keep], new[2]]))
 
