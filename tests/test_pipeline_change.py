@@ -12,7 +12,8 @@ from pipeline_fakes import FakeStack, flat
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 from kira.pipeline.change import change_by_analogy, change_statement, recorded_changes
-from kira.pipeline.measured_change import document_space, change_along_finding, finding_of, statement_documents
+from kira.pipeline.measured_change import (change_along_finding, document_space, documented_change_shares, finding_of,
+                                           statement_documents)
 from kira.pipeline.evidence import build_items
 from kira.reasoning.template_generator import statement_shape
 
@@ -135,7 +136,8 @@ def clinic(tmp_path_factory):
     base.close()
 
 
-def _clinic(path, *, recorded_change: bool = False) -> KnowledgeBase:
+def _clinic(path, *, recorded_change: bool = False,
+            documented_step: tuple[int, int] | None = (6, 24)) -> KnowledgeBase:
     base = KnowledgeBase.create(path, models=FakeStack())
     if recorded_change:  # one sequence whose later report states a change, over a long step (black to white)
         base.add_image(flat((0, 0, 0)), doc_id="Z-s1", caption="Phantom Z001, study 1.", sequence=("Z", 0))
@@ -148,8 +150,9 @@ def _clinic(path, *, recorded_change: bool = False) -> KnowledgeBase:
         "P001": (6, 24, f"Findings: {FINDING}."),  # grows
         "P002": (24, 6, f"Findings: {FINDING}."),  # shrinks
         "P003": (16, 16, f"Findings: {FINDING}."),  # the same
-        "P004": (6, 24, "R1 changed from 10k to 22k."),  # its own report states a change
     }
+    if documented_step is not None:
+        sequences["P004"] = (*documented_step, "R1 changed from 10k to 22k.")  # its own report states a change
     for pid, (before, after, later) in sequences.items():
         base.add_image(_opacity(before), doc_id=f"{pid}-s1", caption=f"Patient {pid}, study 1. Findings: {FINDING}.",
                        sequence=(pid, 0))
@@ -191,9 +194,43 @@ def test_a_growing_finding_is_measured_as_increased_and_a_shrinking_one_as_decre
     assert shrunk.statement.endswith("has decreased")
 
 
-def test_nothing_is_measured_without_a_move_a_comparison_or_enough_documents(clinic):
+def test_a_finding_that_does_not_move_is_measured_as_unchanged_where_documented_changes_move(clinic):
+    assert min(map(abs, documented_change_shares(clinic, clinic.config))) >= clinic.config.hops.finding_stable_share
+    same = change_along_finding(clinic, _compare("P003"), _items(clinic, "P003-s1", "P003-s2"), clinic.config)
+    assert same is not None and abs(same.share) < clinic.config.hops.finding_stable_share
+    assert same.statement == f"Compared with the baseline, {FINDING} has remained unchanged"
+    assert "1 documented changes" in same.note  # P004's, whose own report states it
+
+
+def test_no_unchanged_where_a_documented_change_hardly_moved_or_none_is_documented(tmp_path):
+    base = _clinic(tmp_path / "kb", documented_step=(16, 16))  # P004's report states a change its images do not show
+    try:
+        assert max(map(abs, documented_change_shares(base, base.config))) < base.config.hops.finding_stable_share
+        assert change_along_finding(base, _compare("P003"), _items(base, "P003-s1", "P003-s2"), base.config) is None
+        assert change_along_finding(base, _compare("P001"), _items(base, "P001-s1", "P001-s2"),
+                                    base.config).statement.endswith("has increased")  # a move is still measured
+    finally:
+        base.close()
+    base = _clinic(tmp_path / "kb2", documented_step=None)  # no sequence documents a change
+    try:
+        assert documented_change_shares(base, base.config) == ()
+        assert change_along_finding(base, _compare("P003"), _items(base, "P003-s1", "P003-s2"), base.config) is None
+    finally:
+        base.close()
+
+
+def test_a_step_between_the_two_thresholds_measures_neither_a_change_nor_its_absence(clinic):
+    items = _items(clinic, "P001-s1", "P001-s2")
+    share = abs(change_along_finding(clinic, _compare("P001"), items, clinic.config).share)
+    hops = dataclasses.replace(clinic.config.hops, finding_min_share=share + 0.01, finding_stable_share=share - 0.01)
+    assert change_along_finding(clinic, _compare("P001"), items, dataclasses.replace(clinic.config, hops=hops)) is None
+    hops = dataclasses.replace(hops, finding_stable_share=share + 0.005)
+    assert change_along_finding(clinic, _compare("P001"), items,
+                                dataclasses.replace(clinic.config, hops=hops)).statement.endswith("remained unchanged")
+
+
+def test_nothing_is_measured_without_a_comparison_enough_documents_or_where_a_change_is_stated(clinic):
     cfg = clinic.config
-    assert change_along_finding(clinic, _compare("P003"), _items(clinic, "P003-s1", "P003-s2"), cfg) is None
     assert change_along_finding(clinic, _compare("P004"), _items(clinic, "P004-s1", "P004-s2"), cfg) is None
     assert change_along_finding(clinic, "What does patient P001 show?", _items(clinic, "P001-s1", "P001-s2"),
                                 cfg) is None

@@ -327,3 +327,20 @@ def test_a_non_prefix_stays_on_its_word_so_non_inverting_is_not_inverting() -> N
     answer = TemplateGenerator().generate("which amplifier?", pack)
     assert answer.claims[0].text == "Non-inverting op-amp amplifier [Evidence 1, 2]."  # not "Inverting ..." from all three
     assert all(not c.text.startswith("Inverting") or c.citations == (3,) for c in answer.claims)
+
+
+def test_a_finding_with_its_value_clause_restates_a_claim_that_holds_the_finding() -> None:
+    """'Enlarged cardiac silhouette, cardiothoracic ratio about 0.65' says nothing the measured claim
+    '... enlarged cardiac silhouette has remained unchanged' does not, but its value: it is not a second
+    claim, the impression is; a statement with words of its own beyond its values still complements."""
+    caption = "Patient P001. Findings: enlarged cardiac silhouette, cardiothoracic ratio about 0.65. Impression: cardiomegaly."
+    films = [_film("P001-s1", 1.0, caption, "P001"), _film("P001-s2", 0.9, caption, "P001")]
+    statement = "Compared with the baseline, enlarged cardiac silhouette has remained unchanged"
+    measured = EvidenceItem(0, 7, "P001-s2", "document", 0.9, ("measured",), statement, {"label": statement})
+    question = "Compare the latest study of patient P001 with the baseline: how has it changed?"
+    answer = TemplateGenerator().generate(question, EvidencePack.from_items(question, [*films, measured]))
+    assert [c.text for c in answer.claims] == [f"{statement} [Evidence 3].", "Cardiomegaly [Evidence 1, 2]."]
+    other = "Patient P001. Findings: enlarged cardiac silhouette, small left effusion, ratio about 0.65."
+    films = [_film("P001-s1", 1.0, other, "P001"), _film("P001-s2", 0.9, other, "P001")]
+    answer = TemplateGenerator().generate(question, EvidencePack.from_items(question, [*films, measured]))
+    assert answer.claims[1].text.startswith("Enlarged cardiac silhouette, small left effusion")

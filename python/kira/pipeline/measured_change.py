@@ -15,13 +15,17 @@ the latest image shows more of the finding (s >= `HopConfig.finding_min_share`) 
 (s <= -finding_min_share). The statement ("Compared with the baseline, <finding> has
 decreased") joins the evidence as an item of the latest document on path "measured", its
 text the measurement, not the document's caption; the trace records s, |a| and how many
-documents defined a. A smaller |s| adds nothing: an image that does not move along its
-finding may still have changed where the pixels barely show it (a component value in a
-drawing), so "unchanged" is never claimed. Where the knowledge base records changes, a
-step shorter than the analogy's step test allows (`change_min_share` of their median) is
-no change either. Any change statement in the sequence's own documents (with values too:
-"R1 changed from 4.7k to 22k"), or fewer than `finding_min_documents` other documents
-stating the finding: nothing is added.
+documents defined a. A step with |s| < `finding_stable_share` reads as no change ("Compared
+with the baseline, <finding> has remained unchanged") only where the knowledge base shows its
+encoder sees documented changes: every temporal sequence whose own documents state a change
+(with values too) moves at least that far along its finding (`documented_change_shares`), and
+there is one. Where none is documented, or one moved less (a component value redrawn in a schematic: the
+pixels barely show it), a short step is no proof of no change and nothing is added; between
+the two thresholds neither a change nor its absence is measured. Where the knowledge base
+records changes, a step shorter than the analogy's step test allows (`change_min_share` of
+their median) adds nothing either. Any change statement in the sequence's own documents
+(with values too: "R1 changed from 4.7k to 22k"), or fewer than `finding_min_documents` other
+documents stating the finding: nothing is added.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from kira.config import KiraConfig
-from kira.pipeline.change import compared_sequence, document_vectors, recorded_changes
+from kira.pipeline.change import (change_statement, compared_sequence, document_vectors, recorded_changes,
+                                  temporal_sequences)
 from kira.reasoning.template_generator import MEASURED_PATH, sentences_of, statement_shape, states_change, text_of
 from kira.reasoning.types import EvidenceItem
 
@@ -142,27 +147,27 @@ def document_space(kb: Any) -> tuple[dict[str, int], np.ndarray]:
     return kb.memo("document_space", build)
 
 
-def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
-                         config: KiraConfig) -> MeasuredChange | None:
-    """The change of the compared sequence measured along its finding (module docstring), or None."""
-    named = compared_sequence(kb, question, items, with_values=True)
-    if named is None:
-        return None
-    texts = {i.doc_id: text_of(i) for i in items}
-    found = finding_of([texts[d] for d in named])
+@dataclass(frozen=True)
+class _Reading:
+    """A sequence's step read along its finding."""
+
+    wording: str  # the finding, value clauses cut
+    share: float  # d . a / |a|^2
+    length: float  # |a|
+    showing: int  # other documents that state the finding (define a)
+    documents: int  # documents in the space
+
+
+def _read_along_finding(kb: Any, named: Sequence[str], texts: Sequence[str], config: KiraConfig) -> _Reading | None:
+    """The step named[0] -> named[-1] read along the finding `texts` (the sequence's documents) state, or None
+    when they state none, a member has no image, or fewer than `finding_min_documents` others state it."""
+    found = finding_of(texts)
     if found is None:
         return None
     wording, shape = found
     rows, matrix = document_space(kb)
     if named[0] not in rows or named[-1] not in rows or len(rows) < 2:
         return None
-    changes = recorded_changes(kb)
-    if changes:  # where the knowledge base records changes, a step too short for the analogy's step test is no change
-        ends = document_vectors(kb, [named[0], named[-1]])  # in the visual index's space, like the recorded steps
-        if len(ends) < 2 or float(np.linalg.norm(ends[named[-1]] - ends[named[0]])) < (
-                config.hops.change_min_share * float(np.median([c.length for c in changes]))):
-            return None
-    step = matrix[rows[named[-1]]] - matrix[rows[named[0]]]
     compound = kb.compound_of()
     own = {compound.get(d, d) for d in named}
     showing = [rows[d] for d in statement_documents(kb).get(shape, ()) if d in rows and compound.get(d, d) not in own]
@@ -172,18 +177,72 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
     reach = float(axis @ axis)
     if reach <= 1e-12:
         return None
-    share = float(step @ axis / reach)
-    limit = config.hops.finding_min_share
-    if abs(share) < limit:
-        return None  # not moving along the finding is no proof of no change (a value in a drawing)
-    verb = "increased" if share > 0 else "decreased"
-    lowered = wording[:1].lower() + wording[1:] if wording[1:2].islower() else wording  # "Clear lungs", not "RC"
-    statement = f"Compared with the baseline, {lowered} has {verb}"
-    note = (f"{named[0]} -> {named[-1]} states no change and resembles no recorded change; measured along its finding "
-            f"'{wording}' (from the mean of all {len(rows)} documents towards the {len(showing)} other documents that "
-            f"state it, length {np.sqrt(reach):.3f}) the step covers {share:+.2f} of that way "
-            f"(|share| >= {limit:.2f} counts as a change): {verb}")
-    return MeasuredChange(named[0], named[-1], wording, share, statement, note)
+    step = matrix[rows[named[-1]]] - matrix[rows[named[0]]]
+    return _Reading(wording, float(step @ axis / reach), float(np.sqrt(reach)), len(showing), len(rows))
+
+
+def documented_change_shares(kb: Any, config: KiraConfig) -> tuple[float, ...]:
+    """The share along its finding of every temporal sequence whose own documents state a change (in
+    any words: "R1 changed from 4.7k to 22k" too), from its first to its last member; cached per commit.
+
+    What these shares look like says whether a short step along the finding can be read as no change:
+    a documented change that hardly moves along its finding (a component value redrawn in a schematic)
+    shows the encoder misses this knowledge base's changes."""
+
+    def build() -> tuple[float, ...]:
+        sequences = temporal_sequences(kb)
+        rows = kb.store.documents(sorted({d for docs in sequences for d in docs}))
+        out = []
+        for docs in sequences:
+            texts = [rows[d].caption or "" if d in rows else "" for d in docs]
+            if not any(change_statement(t, with_values=True) for t in texts[1:]):
+                continue
+            reading = _read_along_finding(kb, docs, texts, config)
+            if reading is not None:
+                out.append(reading.share)
+        return tuple(out)
+
+    return kb.memo(f"documented_change_shares:{config.hops.finding_min_documents}", build)
+
+
+def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
+                         config: KiraConfig) -> MeasuredChange | None:
+    """The change of the compared sequence measured along its finding (module docstring), or None."""
+    named = compared_sequence(kb, question, items, with_values=True)
+    if named is None:
+        return None
+    texts = {i.doc_id: text_of(i) for i in items}
+    changes = recorded_changes(kb)
+    if changes:  # where the knowledge base records changes, a step too short for the analogy's step test is no change
+        ends = document_vectors(kb, [named[0], named[-1]])  # in the visual index's space, like the recorded steps
+        if len(ends) < 2 or float(np.linalg.norm(ends[named[-1]] - ends[named[0]])) < (
+                config.hops.change_min_share * float(np.median([c.length for c in changes]))):
+            return None
+    reading = _read_along_finding(kb, named, [texts[d] for d in named], config)
+    if reading is None:
+        return None
+    share, hops = reading.share, config.hops
+    measured = (f"{named[0]} -> {named[-1]} states no change and resembles no recorded change; measured along its "
+                f"finding '{reading.wording}' (from the mean of all {reading.documents} documents towards the "
+                f"{reading.showing} other documents that state it, length {reading.length:.3f}) the step covers "
+                f"{share:+.2f} of that way")
+    if abs(share) >= hops.finding_min_share:
+        verb = "increased" if share > 0 else "decreased"
+        note = f"{measured} (|share| >= {hops.finding_min_share:.2f} counts as a change): {verb}"
+    elif abs(share) < hops.finding_stable_share:
+        documented = documented_change_shares(kb, config)
+        least = min(map(abs, documented), default=0.0)
+        if least < hops.finding_stable_share:
+            return None  # no documented change, or one that moved as little: no proof of no change
+        verb = "remained unchanged"
+        note = (f"{measured} (|share| < {hops.finding_stable_share:.2f} reads as no change: all {len(documented)} "
+                f"documented changes in the knowledge base move further along their findings, the least "
+                f"{least:.2f}): {verb}")
+    else:
+        return None  # between the two: neither a change nor its absence is measured
+    lowered = reading.wording[:1].lower() + reading.wording[1:] if reading.wording[1:2].islower() else reading.wording
+    statement = f"Compared with the baseline, {lowered} has {verb}"  # "Clear lungs" -> "clear lungs", not "RC"
+    return MeasuredChange(named[0], named[-1], reading.wording, share, statement, note)
 
 
 def measured_item(kb: Any, measured: MeasuredChange) -> EvidenceItem | None:

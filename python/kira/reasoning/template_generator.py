@@ -272,9 +272,12 @@ def statement_shape(sentence: str) -> frozenset[str]:
 
 
 def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
-    """Whether `cand`'s wording holds every content word of a chosen claim, or a chosen claim holds all of its."""
+    """Whether `cand`'s wording holds every content word of a chosen claim, or a chosen claim holds all of
+    its words but those of its value clauses ("enlarged cardiac silhouette, cardiothoracic ratio about
+    0.65" restates "... enlarged cardiac silhouette has remained unchanged")."""
     words = _stems(cand.text)
-    return any(words <= _stems(c.text) or _stems(c.text) <= words for c in chosen)
+    plain = _stems(" ".join(c for c in _CLAUSE.split(cand.text) if not any(ch.isdigit() for ch in c))) or words
+    return any(plain <= _stems(c.text) or _stems(c.text) <= words for c in chosen)
 
 
 def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
