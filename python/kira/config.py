@@ -73,7 +73,7 @@ class HopConfig:
     change_along_finding: bool = True
     finding_min_share: float = 0.15  # more / less of the finding when the step covers >= 15% of the way from the average image to the finding's
     finding_min_documents: int = 3  # the finding's direction needs >= 3 other documents that state it
-    finding_stable_share: float = 0.075  # unchanged when it covers < 7.5% of that way and every documented change moves further
+    finding_stable_share: float = 0.075  # unchanged when it covers < 7.5% of that way, unless a documented change moves as little
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ the latest image shows more of the finding (s >= `HopConfig.finding_min_share`) 
 decreased") joins the evidence as an item of the latest document on path "measured", its
 text the measurement, not the document's caption; the trace records s, |a| and how many
 documents defined a. A step with |s| < `finding_stable_share` reads as no change ("Compared
-with the baseline, <finding> has remained unchanged") only where the knowledge base shows its
-encoder sees documented changes: every temporal sequence whose own documents state a change
-(with values too) moves at least that far along its finding (`documented_change_shares`), and
-there is one. Where none is documented, or one moved less (a component value redrawn in a schematic: the
-pixels barely show it), a short step is no proof of no change and nothing is added; between
-the two thresholds neither a change nor its absence is measured. Where the knowledge base
+with the baseline, <finding> has remained unchanged") unless the knowledge base shows its
+encoder can miss a change: a temporal sequence whose own documents state a change (with values
+too) that moves less than that along its finding (`documented_change_shares`; a component value
+redrawn in a schematic: the pixels barely show it). There a short step is no proof of no
+change and nothing is added; between the two thresholds neither a change nor its absence is
+measured. Where the knowledge base
 records changes, a step shorter than the analogy's step test allows (`change_min_share` of
 their median) adds nothing either. Any change statement in the sequence's own documents
 (with values too: "R1 changed from 4.7k to 22k"), or fewer than `finding_min_documents` other
@@ -231,13 +231,13 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
         note = f"{measured} (|share| >= {hops.finding_min_share:.2f} counts as a change): {verb}"
     elif abs(share) < hops.finding_stable_share:
         documented = documented_change_shares(kb, config)
-        least = min(map(abs, documented), default=0.0)
-        if least < hops.finding_stable_share:
-            return None  # no documented change, or one that moved as little: no proof of no change
+        if any(abs(s) < hops.finding_stable_share for s in documented):
+            return None  # a documented change that moved as little: a short step is no proof of no change
         verb = "remained unchanged"
-        note = (f"{measured} (|share| < {hops.finding_stable_share:.2f} reads as no change: all {len(documented)} "
-                f"documented changes in the knowledge base move further along their findings, the least "
-                f"{least:.2f}): {verb}")
+        basis = (f"all {len(documented)} documented changes in the knowledge base move further along their findings, "
+                 f"the least {min(map(abs, documented)):.2f}" if documented else
+                 "no sequence in the knowledge base documents a change that moved less")
+        note = f"{measured} (|share| < {hops.finding_stable_share:.2f} reads as no change: {basis}): {verb}"
     else:
         return None  # between the two: neither a change nor its absence is measured
     lowered = reading.wording[:1].lower() + reading.wording[1:] if reading.wording[1:2].islower() else reading.wording
