@@ -26,6 +26,7 @@ def _fill(kb: KnowledgeBase) -> None:
     kb.add_image(flat(GREEN), doc_id="green_front", caption="green lawn", view=("lawn", 0))
     kb.add_image(flat(GREEN, spot=(YELLOW, 30, 10, 16)), doc_id="green_side", caption="green lawn with a yellow flower",
                  view=("lawn", 1))
+    kb.add_image(flat(GREEN), doc_id="green_top", caption="Lawn L001, view 3. Photographed by J. Park.", view=("lawn", 2))
     kb.add_image(flat(BLUE), doc_id="blue", caption="blue sky")
     kb.commit()
 
@@ -44,7 +45,8 @@ def test_after_warm_an_ask_builds_no_derived_view(tmp_path, monkeypatch):
         kira = Kira(kb)
         seconds = kira.warm()
         assert {"lexical", "document_groups", "compound_groups", "compound_of", "view_set_of", "temporal_sequences",
-                "recorded_changes", "statement_documents", "document_space", "concept_banks"} <= set(seconds)
+                "recorded_changes", "statement_documents", "document_space", "documented_change_shares",
+                "document_statements_by_doc", "documents_by_row", "concept_banks"} <= set(seconds)
         assert all(s >= 0 for s in seconds.values())
         warmed = set(map(str, kb._caches))
         builds: list[str] = []

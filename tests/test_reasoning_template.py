@@ -344,3 +344,15 @@ def test_a_finding_with_its_value_clause_restates_a_claim_that_holds_the_finding
     films = [_film("P001-s1", 1.0, other, "P001"), _film("P001-s2", 0.9, other, "P001")]
     answer = TemplateGenerator().generate(question, EvidencePack.from_items(question, [*films, measured]))
     assert answer.claims[1].text.startswith("Enlarged cardiac silhouette, small left effusion")
+
+
+def test_a_reading_most_witnesses_agree_on_still_spans_the_range_with_the_best_weighted_one() -> None:
+    """Patient P101 (best weighted) reads 0.67, P102-P104 read 0.65: 0.65 has most of the weight,
+    but the claim is first worded with A's 0.67; the clause becomes the range its citations state
+    instead of being dropped as a value without its reading."""
+    films = [("P101", 1.0, "0.67"), ("P101", 0.98, "0.67"), ("P102", 0.9, "0.65"), ("P103", 0.85, "0.65"),
+             ("P104", 0.8, "0.65")]
+    items = [_film(f"{p}{n}", score, f"Patient {p}. Findings: enlarged cardiac silhouette, cardiothoracic ratio about "
+                   f"{value}; lungs clear.", p) for n, (p, score, value) in enumerate(films)]
+    answer = TemplateGenerator().generate("what does it show?", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text.startswith("Enlarged cardiac silhouette, cardiothoracic ratio about 0.65-0.67 [")

@@ -46,11 +46,14 @@ from kira.pipeline.change import analogy_item, change_by_analogy, recorded_chang
 from kira.pipeline.evidence import build_items
 from kira.pipeline.fine import FINE_LEVELS, choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
-from kira.pipeline.measured_change import change_along_finding, document_space, measured_item, statement_documents
+from kira.pipeline.measured_change import (change_along_finding, document_space, documented_change_shares, measured_item,
+                                           statement_documents)
+from kira.pipeline.view_reading import documents_by_row, document_statements_by_doc, read_silent_views
 from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
 from kira.pipeline.query import (Fused, Ranking, encode_query, expand_query, fuse, lexical_rankings, rerank,
                                  text_rankings, visual_rankings)
 from kira.reasoning.types import Answer, EvidencePack
+from kira.reasoning.view_agreement import asks_agreement
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +171,8 @@ class Kira:
     def warm(self) -> dict[str, float]:
         """Pick up new commits, then build now what the first `ask` after a commit would
         otherwise build: the knowledge base's derived views (`KnowledgeBase.warm`), the
-        temporal sequences and recorded changes, the caption-statement index and the raw
-        visual space that comparison questions read, the chunks a crop is searched
+        temporal sequences, recorded and documented changes, the caption-statement indexes and
+        the raw visual space that comparison and view-agreement questions read, the chunks a crop is searched
         against, and the concept banks' vectors (loading the model stack if nothing has yet).
         Returns {part: seconds} (about 0 for what was already built).
 
@@ -182,6 +185,9 @@ class Kira:
             "recorded_changes": lambda: recorded_changes(self.kb),
             "statement_documents": lambda: statement_documents(self.kb),
             "document_space": lambda: document_space(self.kb),
+            "documented_change_shares": lambda: documented_change_shares(self.kb, self.config),
+            "document_statements_by_doc": lambda: document_statements_by_doc(self.kb),
+            "documents_by_row": lambda: documents_by_row(self.kb),
             "fine_levels": lambda: self.kb.level_ids(FINE_LEVELS),
             "concept_banks": lambda: [bank.vectors(self.models.text) for bank in self.concept_banks],
         }
@@ -338,6 +344,11 @@ class Kira:
                     if item is not None:
                         kept = list(kept) + [item]
                         trace["change"] = measured.note
+        if level >= 3 and cfg.hops.read_silent_views and asks_agreement(question):
+            with timer.stage("views"):
+                kept, read = read_silent_views(kb, kept, cfg)
+                if read:
+                    trace["views_read"] = read
         pack = EvidencePack.from_items(question, kept, dropped)
         with timer.stage("generate"):
             answer = self.generator.generate(question, pack)

@@ -60,6 +60,12 @@ _CLAUSE_SPLIT = re.compile(r"\s*[,;]\s*")
 _LEAD_VERB = re.compile(r"^(?:shows?|showing|depicts?|depicting)\s+", re.I)  # "Shows open water" -> "open water"
 
 
+def without_values(sentence: str) -> str:
+    """The sentence with its clauses that hold a value cut, and a leading "Shows" ("Enlarged cardiac
+    silhouette, cardiothoracic ratio about 0.65" -> "Enlarged cardiac silhouette"); "" if nothing is left."""
+    return _LEAD_VERB.sub("", ", ".join(c for c in _CLAUSE_SPLIT.split(sentence) if c and not any(ch.isdigit() for ch in c)))
+
+
 def finding_of(texts: Sequence[str]) -> tuple[str, frozenset[str]] | None:
     """(The content statement most of `texts` make, its shape), or None when they state none.
 
@@ -78,8 +84,7 @@ def finding_of(texts: Sequence[str]) -> tuple[str, frozenset[str]] | None:
             counts.setdefault(shape, [0, sentence])[0] += 1
     ranked = sorted(counts.items(), key=lambda kv: -kv[1][0])  # stable: ties keep the first stated
     for shape, (_n, sentence) in ranked:
-        wording = ", ".join(c for c in _CLAUSE_SPLIT.split(sentence) if c and not any(ch.isdigit() for ch in c))
-        wording = _LEAD_VERB.sub("", wording)
+        wording = without_values(sentence)
         if wording:
             return wording, shape
     return None

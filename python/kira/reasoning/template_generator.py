@@ -56,6 +56,8 @@ evidence about the subject, is read only for its change statement, and its claim
 worded "By analogy: ..."; what the subject's own documents state complements it. An
 item on path "measured" (the change kira.pipeline.measured_change measured in the subject's own
 images along its finding) is read the same way, its claim as written.
+An item on path "read" (a view whose own text is only bookkeeping, read from its image by
+kira.pipeline.view_reading) is read as its text followed by the statements read.
 
 Before the answer it writes the reasoning trace: the evidence considered, what was set
 aside as metadata, each candidate's support and sources, what agrees and which
@@ -69,7 +71,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from kira.reasoning.citations import format_citation
 from kira.reasoning.position_agreement import disputed_positions
@@ -109,6 +111,9 @@ MEASURED_PATH = "measured"
 finding (kira.pipeline.measured_change); read only for that change statement."""
 LENT_PATHS = (ANALOGY_PATH, MEASURED_PATH)
 """Paths of items that speak about the subject's change, not about what their own document shows."""
+READ_PATH = "read"
+"""Path of a view whose record is only bookkeeping and whose image kira read (kira.pipeline.view_reading):
+its text is followed by the statements read, ``provenance["read"]["statements"]``."""
 
 
 def is_lent(item: EvidenceItem) -> bool:
@@ -128,7 +133,18 @@ CONSENSUS_SHARE = 0.7  # a word of a statement is kept when more than this share
 
 
 def text_of(item: EvidenceItem) -> str:
-    """The text the generator reads for an item: its caption, else its summary, else its tags, else its doc id."""
+    """The text the generator reads for an item: its caption, else its summary, else its tags, else its
+    doc id; followed by the statements kira read in its image, if any (`READ_PATH`)."""
+    text = _own_text(item)
+    read = (item.provenance or {}).get("read")
+    statements = [str(s).strip() for s in read.get("statements", ())] if isinstance(read, Mapping) else []
+    statements = [s[:1].upper() + s[1:] for s in statements if s]
+    if statements:
+        text = f"{text.rstrip('.')}. " + " ".join(f"{s.rstrip('.')}." for s in statements)
+    return text
+
+
+def _own_text(item: EvidenceItem) -> str:
     prov = item.provenance or {}
     for key in ("caption", "label"):
         value = prov.get(key)
@@ -210,7 +226,7 @@ POSITION_STEMS = frozenset({"left", "right", "upper", "lower", "anterior", "post
 """Where a finding sits: two statements that differ only in these words are one statement at two places."""
 
 
-def _same_statement(a: frozenset[str], b: frozenset[str]) -> bool:
+def same_statement(a: frozenset[str], b: frozenset[str]) -> bool:
     """Whether two sentence shapes state the same thing: stem Jaccard >= SAME_SENTENCE_JACCARD, or they
     differ only in position words ("left lower lobe pneumonia" / "right lower lobe pneumonia") and share
     at least two other words."""
@@ -332,13 +348,17 @@ _UNITLESS_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]|\.\d)")  # 0.65,
 
 def _value_ranges(text: str, readers: Iterable[frozenset[str]], agreed: frozenset[str]) -> dict[str, str]:
     """{the one unitless number of `text` not agreed: "lo-hi" over `readers`' numbers} when each
-    of them states at most one such number (so they are readings of one quantity), else {}."""
-    own = {w for w in _UNITLESS_NUMBER.findall(text) if w not in agreed}
+    of them states at most one such number besides those `text` keeps (so they are readings of one
+    quantity), else {}. A reading most witnesses agree on is a reading too: "0.67" written by the
+    best-weighted witness, "0.65" by the rest, spans "0.65-0.67"."""
+    numbers = _UNITLESS_NUMBER.findall(text)
+    own = {w for w in numbers if w not in agreed}
     if len(own) != 1:
         return {}
+    kept = {w for w in numbers if w in agreed}
     readings: list[str] = []
     for stems in readers:
-        values = [s for s in stems if _PLAIN_NUMBER.match(s) and s not in agreed]
+        values = [s for s in stems if _PLAIN_NUMBER.match(s) and s not in kept]
         if len(values) > 1:
             return {}
         readings += values
@@ -448,7 +468,7 @@ class TemplateGenerator:
                 shape = _shape(stems)
                 per_item.setdefault(item.number, []).append(shape)
                 # a lent change statement is its own candidate, never a source of what the subject's documents state
-                match = next((c for c in candidates if c.lent == lent and _same_statement(c.stems, shape)), None)
+                match = next((c for c in candidates if c.lent == lent and same_statement(c.stems, shape)), None)
                 if match is None:
                     match = _Candidate(sentence, shape, [item], context=stems | _stems(context), lent=lent)
                     candidates.append(match)
@@ -469,7 +489,7 @@ class TemplateGenerator:
             docs: dict[str, float] = {}
             witnesses: dict[str, float] = {}
             for item in items:
-                if is_lent(item) == cand.lent and any(_same_statement(cand.stems, s) for s in per_item.get(item.number, [])):
+                if is_lent(item) == cand.lent and any(same_statement(cand.stems, s) for s in per_item.get(item.number, [])):
                     docs[item.doc_id] = max(docs.get(item.doc_id, 0.0), weights[item.number])
                     who = _witness(item)
                     witnesses[who] = max(witnesses.get(who, 0.0), weights[item.number])
@@ -592,6 +612,14 @@ class TemplateGenerator:
             trace.append(
                 f"{format_citation(_numbers(measured))} state(s) the change kira measured in the subject's own images "
                 "along its finding (its documents state no change and no recorded change resembles it)."
+            )
+        read = [i for i in pool if READ_PATH in i.paths]
+        if read:
+            trace.append(
+                f"{format_citation(_numbers(read))} state(s) only bookkeeping; what kira read in its image follows "
+                "its text (its nearest documents with a report agree that it shows what another view of its set "
+                "states): " + "; ".join(f"[Evidence {i.number}] '{'; '.join(i.provenance['read']['statements'])}'"
+                                         for i in read) + "."
             )
         lent = [i for i in pool if ANALOGY_PATH in i.paths]
         if lent:

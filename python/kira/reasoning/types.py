@@ -37,7 +37,8 @@ class EvidenceItem:
     paths: retrieval paths that produced it, e.g. ("visual", "text", "fine", "hop2",
         "temporal", "multiview", "expansion", "analogy": a recorded change lent by
         kira.pipeline.change, "measured": a change kira.pipeline.measured_change measured
-        in the subject's own images).
+        in the subject's own images, "read": a view whose text is only bookkeeping, read from
+        its image by kira.pipeline.view_reading, ``provenance["read"]``).
     summary: the chunk's text description (caption, tags, measurable attributes, passage).
     provenance: free-form facts about where it came from (source, caption, tags,
         metadata, ...). ``provenance["caption"]`` / ``["label"]`` / ``["tags"]`` are read
