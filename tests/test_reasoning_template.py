@@ -356,3 +356,14 @@ def test_a_reading_most_witnesses_agree_on_still_spans_the_range_with_the_best_w
                    f"{value}; lungs clear.", p) for n, (p, score, value) in enumerate(films)]
     answer = TemplateGenerator().generate("what does it show?", EvidencePack.from_items("q", items))
     assert answer.claims[0].text.startswith("Enlarged cardiac silhouette, cardiothoracic ratio about 0.65-0.67 [")
+
+
+def test_an_item_read_from_its_image_is_read_as_its_text_then_the_statements_and_malformed_reads_are_ignored() -> None:
+    read = {"read": {"statements": ["clear lungs", "no effusion"], "votes": [4, 3], "neighbours": []}}
+    item = EvidenceItem(1, 1, "P001-pa", "document", 1.0, ("visual", "read"), "",
+                        {"caption": "PA film, patient P001. Reported by Dr. Osei.", **read})
+    assert text_of(item) == "PA film, patient P001. Reported by Dr. Osei. Clear lungs. No effusion."
+    for bad in ({"read": "clear lungs"}, {"read": {"statements": "clear lungs"}}, {"read": {}}):
+        odd = EvidenceItem(1, 1, "P001-pa", "document", 1.0, ("read",), "", {"caption": "PA film, patient P001.", **bad})
+        assert text_of(odd) == "PA film, patient P001."
+        TemplateGenerator().generate("q", EvidencePack.from_items("q", [odd]))  # no KeyError in the trace

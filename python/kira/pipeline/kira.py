@@ -171,9 +171,10 @@ class Kira:
     def warm(self) -> dict[str, float]:
         """Pick up new commits, then build now what the first `ask` after a commit would
         otherwise build: the knowledge base's derived views (`KnowledgeBase.warm`), the
-        temporal sequences, recorded and documented changes, the caption-statement indexes and
-        the raw visual space that comparison and view-agreement questions read, the chunks a crop is searched
-        against, and the concept banks' vectors (loading the model stack if nothing has yet).
+        temporal sequences, recorded and documented changes, the caption-statement indexes
+        and the raw visual space that comparison and view-agreement questions read, the
+        chunks a crop is searched against, and the concept banks' vectors (loading the model
+        stack if nothing has yet).
         Returns {part: seconds} (about 0 for what was already built).
 
         A writer calls it after `kb.commit()`, a reader now and then, off the request path;

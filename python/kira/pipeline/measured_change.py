@@ -21,11 +21,10 @@ encoder can miss a change: a temporal sequence whose own documents state a chang
 too) that moves less than that along its finding (`documented_change_shares`; a component value
 redrawn in a schematic: the pixels barely show it). There a short step is no proof of no
 change and nothing is added; between the two thresholds neither a change nor its absence is
-measured. Where the knowledge base
-records changes, a step shorter than the analogy's step test allows (`change_min_share` of
-their median) adds nothing either. Any change statement in the sequence's own documents
-(with values too: "R1 changed from 4.7k to 22k"), or fewer than `finding_min_documents` other
-documents stating the finding: nothing is added.
+measured. Where the knowledge base records changes, a step shorter than the analogy's step
+test allows (`change_min_share` of their median) adds nothing either. Any change statement
+in the sequence's own documents (with values too: "R1 changed from 4.7k to 22k"), or fewer
+than `finding_min_documents` other documents stating the finding: nothing is added.
 """
 
 from __future__ import annotations

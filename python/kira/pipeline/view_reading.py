@@ -59,7 +59,7 @@ def document_statements_by_doc(kb: Any) -> dict[str, frozenset[frozenset[str]]]:
                 out.setdefault(doc, set()).add(shape)
         return {doc: frozenset(shapes) for doc, shapes in out.items()}
 
-    return kb.memo("document_statements", build)
+    return kb.memo("document_statements_by_doc", build)
 
 
 def documents_by_row(kb: Any) -> list[str]:

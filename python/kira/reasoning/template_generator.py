@@ -136,12 +136,17 @@ def text_of(item: EvidenceItem) -> str:
     """The text the generator reads for an item: its caption, else its summary, else its tags, else its
     doc id; followed by the statements kira read in its image, if any (`READ_PATH`)."""
     text = _own_text(item)
-    read = (item.provenance or {}).get("read")
-    statements = [str(s).strip() for s in read.get("statements", ())] if isinstance(read, Mapping) else []
-    statements = [s[:1].upper() + s[1:] for s in statements if s]
+    statements = [s[:1].upper() + s[1:] for s in read_statements(item)]
     if statements:
         text = f"{text.rstrip('.')}. " + " ".join(f"{s.rstrip('.')}." for s in statements)
     return text
+
+
+def read_statements(item: EvidenceItem) -> list[str]:
+    """The statements kira read in the item's image (``provenance["read"]["statements"]``), else []."""
+    read = (item.provenance or {}).get("read")
+    found = read.get("statements") if isinstance(read, Mapping) else None
+    return [str(s).strip() for s in found if str(s).strip()] if isinstance(found, (list, tuple)) else []
 
 
 def _own_text(item: EvidenceItem) -> str:
@@ -618,8 +623,7 @@ class TemplateGenerator:
             trace.append(
                 f"{format_citation(_numbers(read))} state(s) only bookkeeping; what kira read in its image follows "
                 "its text (its nearest documents with a report agree that it shows what another view of its set "
-                "states): " + "; ".join(f"[Evidence {i.number}] '{'; '.join(i.provenance['read']['statements'])}'"
-                                         for i in read) + "."
+                "states): " + "; ".join(f"[Evidence {i.number}] '{'; '.join(read_statements(i))}'" for i in read) + "."
             )
         lent = [i for i in pool if ANALOGY_PATH in i.paths]
         if lent:
