@@ -220,6 +220,27 @@ def test_no_unchanged_where_a_documented_change_hardly_moved(tmp_path):
         base.close()
 
 
+def test_a_change_is_measured_only_when_every_study_between_moved_the_same_way(tmp_path):
+    base = _clinic(tmp_path / "kb")
+    try:
+        for pid, rows in (("P005", (6, 14, 24)), ("P006", (8, 0, 24))):  # steady growth; a dip, then growth
+            for n, r in enumerate(rows):
+                base.add_image(_opacity(r), doc_id=f"{pid}-s{n + 1}", sequence=(pid, n),
+                               caption=f"Patient {pid}, study {n + 1}. Findings: {FINDING}.")
+        base.commit()
+        question = "Compare study 3 of patient {} with study 1: how has it changed?"
+        steady = change_along_finding(base, question.format("P005"), _items(base, "P005-s1", "P005-s2", "P005-s3"),
+                                      base.config)
+        assert steady is not None and steady.statement.endswith("has increased")
+        assert steady.earliest == "P005-s1" and steady.latest == "P005-s3"
+        dipped = ["P006-s1", "P006-s2", "P006-s3"]
+        assert change_along_finding(base, question.format("P006"), _items(base, *dipped), base.config) is None
+        two = change_along_finding(base, question.format("P006"), _items(base, "P006-s1", "P006-s3"), base.config)
+        assert two is not None and two.statement.endswith("has increased")  # without the middle study it is a change
+    finally:
+        base.close()
+
+
 def test_a_step_between_the_two_thresholds_measures_neither_a_change_nor_its_absence(clinic):
     items = _items(clinic, "P001-s1", "P001-s2")
     share = abs(change_along_finding(clinic, _compare("P001"), items, clinic.config).share)

@@ -12,10 +12,12 @@ words included) - mean(v of every document), from the average image towards the 
 that show it (v: the encoder's unit features, not the domain adapter's projection, which
 pulls one class together). The step's share of that way, s = d . a / |a|^2, says whether
 the latest image shows more of the finding (s >= `HopConfig.finding_min_share`) or less
-(s <= -finding_min_share). The statement ("Compared with the baseline, <finding> has
-decreased") joins the evidence as an item of the latest document on path "measured", its
-text the measurement, not the document's caption; the trace records s, |a| and how many
-documents defined a. A step with |s| < `finding_stable_share` reads as no change ("Compared
+(s <= -finding_min_share), provided every member between them lies on the same side of the
+first (a change seen at each study; a middle study that moved the other way makes the end's
+share noise as likely as change, and nothing is added). The statement ("Compared with the
+baseline, <finding> has decreased") joins the evidence as an item of the latest document on
+path "measured", its text the measurement, not the document's caption; the trace records s,
+|a| and how many documents defined a. A step with |s| < `finding_stable_share` reads as no change ("Compared
 with the baseline, <finding> has remained unchanged") unless the knowledge base shows its
 encoder can miss a change: a temporal sequence whose own documents state a change (with values
 too) that moves less than that along its finding (`documented_change_shares`; a component value
@@ -160,6 +162,7 @@ class _Reading:
     length: float  # |a|
     showing: int  # other documents that state the finding (define a)
     documents: int  # documents in the space
+    between: tuple[float, ...] = ()  # the share of each member between the first and the last
 
 
 def _read_along_finding(kb: Any, named: Sequence[str], texts: Sequence[str], config: KiraConfig) -> _Reading | None:
@@ -181,8 +184,10 @@ def _read_along_finding(kb: Any, named: Sequence[str], texts: Sequence[str], con
     reach = float(axis @ axis)
     if reach <= 1e-12:
         return None
-    step = matrix[rows[named[-1]]] - matrix[rows[named[0]]]
-    return _Reading(wording, float(step @ axis / reach), float(np.sqrt(reach)), len(showing), len(rows))
+    first = matrix[rows[named[0]]]
+    step = matrix[rows[named[-1]]] - first
+    between = tuple(float((matrix[rows[d]] - first) @ axis / reach) for d in named[1:-1] if d in rows)
+    return _Reading(wording, float(step @ axis / reach), float(np.sqrt(reach)), len(showing), len(rows), between)
 
 
 def documented_change_shares(kb: Any, config: KiraConfig) -> tuple[float, ...]:
@@ -231,6 +236,8 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
                 f"{reading.showing} other documents that state it, length {reading.length:.3f}) the step covers "
                 f"{share:+.2f} of that way")
     if abs(share) >= hops.finding_min_share:
+        if any(s * share < 0 for s in reading.between):
+            return None  # a study between moved the other way: noise, not a change seen at each study
         verb = "increased" if share > 0 else "decreased"
         note = f"{measured} (|share| >= {hops.finding_min_share:.2f} counts as a change): {verb}"
     elif abs(share) < hops.finding_stable_share:
