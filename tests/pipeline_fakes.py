@@ -125,3 +125,22 @@ def flat(colour, size=(48, 64), spot=None):
         c, x, y, s = spot
         a[y:y + s, x:x + s] = np.asarray(c, np.float32) * 255
     return a
+
+
+OPACITY_GROUND, OPACITY_RED = (0.45, 0.5, 0.6), (0.9, 0.1, 0.1)  # the ground is not the encoder's centre
+
+
+def opacity(rows: int) -> np.ndarray:
+    """A grey image whose bottom `rows` rows are red: a finding that grows with more rows."""
+    image = flat(OPACITY_GROUND)
+    if rows:
+        image[-rows:] = np.asarray(OPACITY_RED, np.float32) * 255
+    return image
+
+
+def document_items(kb, *doc_ids):
+    """Evidence items of the documents' document chunks, each at score 1, in the order given."""
+    from kira.pipeline.evidence import build_items
+
+    chunks = kb.store.document_chunk_ids(doc_ids)
+    return build_items(kb, [chunks[d] for d in doc_ids], [1.0] * len(doc_ids), {}, {}, thumbnails=False)

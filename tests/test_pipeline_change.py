@@ -7,14 +7,13 @@ import dataclasses
 
 import numpy as np
 import pytest
-from pipeline_fakes import FakeStack, flat
+from pipeline_fakes import FakeStack, document_items, flat, opacity
 
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 from kira.pipeline.change import change_by_analogy, change_statement, recorded_changes
 from kira.pipeline.measured_change import (change_along_finding, document_space, documented_change_shares, finding_of,
                                            statement_documents)
-from kira.pipeline.evidence import build_items
 from kira.reasoning.template_generator import statement_shape
 
 BLUE, YELLOW, GREEN, RED, GREY = (0.1, 0.2, 0.9), (0.9, 0.85, 0.2), (0.1, 0.8, 0.2), (0.9, 0.1, 0.1), (0.5, 0.5, 0.5)
@@ -41,11 +40,6 @@ def kb(tmp_path_factory):
     base.close()
 
 
-def _items(kb, *doc_ids):
-    chunks = kb.store.document_chunk_ids(doc_ids)
-    return build_items(kb, [chunks[d] for d in doc_ids], [1.0] * len(doc_ids), {}, {}, thumbnails=False)
-
-
 def test_change_statements_are_class_level_sentences_that_state_a_change():
     # the head says it is a change; the same words alone do not
     lake = "the lake dried out, exposing sand"
@@ -66,7 +60,7 @@ def test_recorded_changes_are_the_pairs_whose_later_document_states_one(kb):
 
 def test_a_sequence_that_changed_like_a_recorded_one_gets_its_statement(kb):
     analogy = change_by_analogy(kb, "Compare tile T002 with its later acquisition: what changed?",
-                                _items(kb, "T002-d0", "T002-d1", "T003-d0"), kb.config)
+                                document_items(kb, "T002-d0", "T002-d1", "T003-d0"), kb.config)
     assert analogy is not None and (analogy.earliest, analogy.latest) == ("T002-d0", "T002-d1")
     assert analogy.change.statement == "the lake dried out, exposing sand" and analogy.cosine > 0.9
     assert "T002-d0 -> T002-d1" in analogy.note
@@ -74,12 +68,12 @@ def test_a_sequence_that_changed_like_a_recorded_one_gets_its_statement(kb):
 
 def test_no_analogy_without_a_change_a_comparison_or_a_silent_sequence(kb):
     ask = "Compare tile {} with its later acquisition: what changed?"
-    assert change_by_analogy(kb, ask.format("T003"), _items(kb, "T003-d0", "T003-d1"), kb.config) is None  # no step
-    assert change_by_analogy(kb, ask.format("T006"), _items(kb, "T006-d0", "T006-d1"), kb.config) is None  # says it
-    assert change_by_analogy(kb, "What does tile T002 show?", _items(kb, "T002-d0", "T002-d1"), kb.config) is None
-    assert change_by_analogy(kb, ask.format("T002"), _items(kb, "T002-d1"), kb.config) is None  # one member
+    assert change_by_analogy(kb, ask.format("T003"), document_items(kb, "T003-d0", "T003-d1"), kb.config) is None  # no step
+    assert change_by_analogy(kb, ask.format("T006"), document_items(kb, "T006-d0", "T006-d1"), kb.config) is None  # says it
+    assert change_by_analogy(kb, "What does tile T002 show?", document_items(kb, "T002-d0", "T002-d1"), kb.config) is None
+    assert change_by_analogy(kb, ask.format("T002"), document_items(kb, "T002-d1"), kb.config) is None  # one member
     strict = dataclasses.replace(kb.config, hops=dataclasses.replace(kb.config.hops, change_min_share=5.0))
-    assert change_by_analogy(kb, ask.format("T002"), _items(kb, "T002-d0", "T002-d1"), strict) is None
+    assert change_by_analogy(kb, ask.format("T002"), document_items(kb, "T002-d0", "T002-d1"), strict) is None
 
 
 def test_ask_lends_the_change_from_multi_hop_on_and_says_it_is_by_analogy(kb):
@@ -116,16 +110,7 @@ def test_memo_builds_once_per_commit(tmp_path):
 
 # ---- change along the finding -------------------------------------------------------------
 
-GROUND = (0.45, 0.5, 0.6)  # not the encoder's centre, so more red rows move every bottom cell further
 FINDING = "red opacity in the lower zone"
-
-
-def _opacity(rows: int):
-    """A grey image whose bottom `rows` rows are red: the finding, larger with more rows."""
-    image = flat(GROUND)
-    if rows:
-        image[-rows:] = np.asarray(RED, np.float32) * 255
-    return image
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +129,8 @@ def _clinic(path, *, recorded_change: bool = False,
         base.add_image(flat((1, 1, 1)), doc_id="Z-s2", caption="Phantom Z001, study 2. Change since the previous "
                        "study: the field turned white.", sequence=("Z", 1))
     for n in range(4):
-        base.add_image(_opacity(12 + 2 * n), doc_id=f"P1{n}", caption=f"Patient P10{n}. Findings: {FINDING}.")
-        base.add_image(_opacity(0), doc_id=f"P2{n}", caption=f"Patient P20{n}. Findings: clear fields.")
+        base.add_image(opacity(12 + 2 * n), doc_id=f"P1{n}", caption=f"Patient P10{n}. Findings: {FINDING}.")
+        base.add_image(opacity(0), doc_id=f"P2{n}", caption=f"Patient P20{n}. Findings: clear fields.")
     sequences = {
         "P001": (6, 24, f"Findings: {FINDING}."),  # grows
         "P002": (24, 6, f"Findings: {FINDING}."),  # shrinks
@@ -154,9 +139,9 @@ def _clinic(path, *, recorded_change: bool = False,
     if documented_step is not None:
         sequences["P004"] = (*documented_step, "R1 changed from 10k to 22k.")  # its own report states a change
     for pid, (before, after, later) in sequences.items():
-        base.add_image(_opacity(before), doc_id=f"{pid}-s1", caption=f"Patient {pid}, study 1. Findings: {FINDING}.",
+        base.add_image(opacity(before), doc_id=f"{pid}-s1", caption=f"Patient {pid}, study 1. Findings: {FINDING}.",
                        sequence=(pid, 0))
-        base.add_image(_opacity(after), doc_id=f"{pid}-s2", caption=f"Patient {pid}, study 2, follow-up. {later}",
+        base.add_image(opacity(after), doc_id=f"{pid}-s2", caption=f"Patient {pid}, study 2, follow-up. {later}",
                        sequence=(pid, 1))
     base.commit()
     return base
@@ -184,19 +169,19 @@ def test_statement_documents_index_every_caption_sentence(clinic):
 
 
 def test_a_growing_finding_is_measured_as_increased_and_a_shrinking_one_as_decreased(clinic):
-    grown = change_along_finding(clinic, _compare("P001"), _items(clinic, "P001-s1", "P001-s2"), clinic.config)
+    grown = change_along_finding(clinic, _compare("P001"), document_items(clinic, "P001-s1", "P001-s2"), clinic.config)
     assert grown is not None and grown.share >= clinic.config.hops.finding_min_share
     assert grown.statement == f"Compared with the baseline, {FINDING} has increased"
     others = statement_documents(clinic)[statement_shape(FINDING)] - {"P001-s1", "P001-s2"}  # P001's own films excluded
     assert "P001-s1 -> P001-s2" in grown.note and f"{len(others)} other documents" in grown.note
-    shrunk = change_along_finding(clinic, _compare("P002"), _items(clinic, "P002-s1", "P002-s2"), clinic.config)
+    shrunk = change_along_finding(clinic, _compare("P002"), document_items(clinic, "P002-s1", "P002-s2"), clinic.config)
     assert shrunk is not None and shrunk.share <= -clinic.config.hops.finding_min_share
     assert shrunk.statement.endswith("has decreased")
 
 
 def test_a_finding_that_does_not_move_is_measured_as_unchanged_where_documented_changes_move(clinic):
     assert min(map(abs, documented_change_shares(clinic, clinic.config))) >= clinic.config.hops.finding_stable_share
-    same = change_along_finding(clinic, _compare("P003"), _items(clinic, "P003-s1", "P003-s2"), clinic.config)
+    same = change_along_finding(clinic, _compare("P003"), document_items(clinic, "P003-s1", "P003-s2"), clinic.config)
     assert same is not None and abs(same.share) < clinic.config.hops.finding_stable_share
     assert same.statement == f"Compared with the baseline, {FINDING} has remained unchanged"
     assert "1 documented changes" in same.note  # P004's, whose own report states it
@@ -206,15 +191,15 @@ def test_no_unchanged_where_a_documented_change_hardly_moved(tmp_path):
     base = _clinic(tmp_path / "kb", documented_step=(16, 16))  # P004's report states a change its images do not show
     try:
         assert max(map(abs, documented_change_shares(base, base.config))) < base.config.hops.finding_stable_share
-        assert change_along_finding(base, _compare("P003"), _items(base, "P003-s1", "P003-s2"), base.config) is None
-        assert change_along_finding(base, _compare("P001"), _items(base, "P001-s1", "P001-s2"),
+        assert change_along_finding(base, _compare("P003"), document_items(base, "P003-s1", "P003-s2"), base.config) is None
+        assert change_along_finding(base, _compare("P001"), document_items(base, "P001-s1", "P001-s2"),
                                     base.config).statement.endswith("has increased")  # a move is still measured
     finally:
         base.close()
     base = _clinic(tmp_path / "kb2", documented_step=None)  # no sequence documents a change: nothing speaks against it
     try:
         assert documented_change_shares(base, base.config) == ()
-        same = change_along_finding(base, _compare("P003"), _items(base, "P003-s1", "P003-s2"), base.config)
+        same = change_along_finding(base, _compare("P003"), document_items(base, "P003-s1", "P003-s2"), base.config)
         assert same.statement.endswith("has remained unchanged") and "no sequence" in same.note
     finally:
         base.close()
@@ -225,24 +210,24 @@ def test_a_change_is_measured_only_when_every_study_between_moved_the_same_way(t
     try:
         for pid, rows in (("P005", (6, 14, 24)), ("P006", (8, 0, 24))):  # steady growth; a dip, then growth
             for n, r in enumerate(rows):
-                base.add_image(_opacity(r), doc_id=f"{pid}-s{n + 1}", sequence=(pid, n),
+                base.add_image(opacity(r), doc_id=f"{pid}-s{n + 1}", sequence=(pid, n),
                                caption=f"Patient {pid}, study {n + 1}. Findings: {FINDING}.")
         base.commit()
         question = "Compare study 3 of patient {} with study 1: how has it changed?"
-        steady = change_along_finding(base, question.format("P005"), _items(base, "P005-s1", "P005-s2", "P005-s3"),
+        steady = change_along_finding(base, question.format("P005"), document_items(base, "P005-s1", "P005-s2", "P005-s3"),
                                       base.config)
         assert steady is not None and steady.statement.endswith("has increased")
         assert steady.earliest == "P005-s1" and steady.latest == "P005-s3"
         dipped = ["P006-s1", "P006-s2", "P006-s3"]
-        assert change_along_finding(base, question.format("P006"), _items(base, *dipped), base.config) is None
-        two = change_along_finding(base, question.format("P006"), _items(base, "P006-s1", "P006-s3"), base.config)
+        assert change_along_finding(base, question.format("P006"), document_items(base, *dipped), base.config) is None
+        two = change_along_finding(base, question.format("P006"), document_items(base, "P006-s1", "P006-s3"), base.config)
         assert two is not None and two.statement.endswith("has increased")  # without the middle study it is a change
     finally:
         base.close()
 
 
 def test_a_step_between_the_two_thresholds_measures_neither_a_change_nor_its_absence(clinic):
-    items = _items(clinic, "P001-s1", "P001-s2")
+    items = document_items(clinic, "P001-s1", "P001-s2")
     share = abs(change_along_finding(clinic, _compare("P001"), items, clinic.config).share)
     hops = dataclasses.replace(clinic.config.hops, finding_min_share=share + 0.01, finding_stable_share=share - 0.01)
     assert change_along_finding(clinic, _compare("P001"), items, dataclasses.replace(clinic.config, hops=hops)) is None
@@ -253,19 +238,19 @@ def test_a_step_between_the_two_thresholds_measures_neither_a_change_nor_its_abs
 
 def test_nothing_is_measured_without_a_comparison_enough_documents_or_where_a_change_is_stated(clinic):
     cfg = clinic.config
-    assert change_along_finding(clinic, _compare("P004"), _items(clinic, "P004-s1", "P004-s2"), cfg) is None
-    assert change_along_finding(clinic, "What does patient P001 show?", _items(clinic, "P001-s1", "P001-s2"),
+    assert change_along_finding(clinic, _compare("P004"), document_items(clinic, "P004-s1", "P004-s2"), cfg) is None
+    assert change_along_finding(clinic, "What does patient P001 show?", document_items(clinic, "P001-s1", "P001-s2"),
                                 cfg) is None
     stated = len(statement_documents(clinic)[statement_shape(FINDING)] - {"P001-s1", "P001-s2"})
     few = dataclasses.replace(cfg, hops=dataclasses.replace(cfg.hops, finding_min_documents=stated + 1))
-    assert change_along_finding(clinic, _compare("P001"), _items(clinic, "P001-s1", "P001-s2"), few) is None
+    assert change_along_finding(clinic, _compare("P001"), document_items(clinic, "P001-s1", "P001-s2"), few) is None
 
 
 def test_where_changes_are_recorded_a_step_shorter_than_the_step_test_allows_is_no_change(tmp_path):
     base = _clinic(tmp_path / "kb", recorded_change=True)
     try:
         (recorded,) = recorded_changes(base)
-        items = _items(base, "P001-s1", "P001-s2")
+        items = document_items(base, "P001-s1", "P001-s2")
         rows, matrix = document_space(base)
         step = float(np.linalg.norm(matrix[rows["P001-s2"]] - matrix[rows["P001-s1"]]))
         strict = dataclasses.replace(base.config, hops=dataclasses.replace(base.config.hops, change_min_share=0.6))
@@ -282,12 +267,12 @@ def test_the_measurement_reads_the_encoder_features_not_the_domain_adapter(tmp_p
 
     base = _clinic(tmp_path / "kb")
     try:
-        items = _items(base, "P002-s1", "P002-s2")
+        items = document_items(base, "P002-s1", "P002-s2")
         before = change_along_finding(base, _compare("P002"), items, base.config)
         head = ProjectionHead(weight=np.random.default_rng(0).normal(size=(48, 8)).astype(np.float32),
                               bias=np.zeros(8, np.float32))
         base.set_adapter(head)  # the visual index now holds 8-d projections
-        after = change_along_finding(base, _compare("P002"), _items(base, "P002-s1", "P002-s2"), base.config)
+        after = change_along_finding(base, _compare("P002"), document_items(base, "P002-s1", "P002-s2"), base.config)
         assert before is not None and after is not None
         assert after.share == pytest.approx(before.share, rel=1e-5)
     finally:

@@ -5,26 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
-from pipeline_fakes import FakeStack, flat
+from pipeline_fakes import FakeStack, document_items, opacity
 
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
-from kira.pipeline.evidence import build_items
 from kira.pipeline.view_reading import read_silent_views, read_view
 from kira.reasoning.template_generator import READ_PATH, statement_shape, text_of
 
-GROUND, RED = (0.45, 0.5, 0.6), (0.9, 0.1, 0.1)
 FINDING = "Red opacity in the lower zone, ratio about 0.65"
 CLEAR = "Clear fields"
-
-
-def _opacity(rows: int) -> np.ndarray:
-    image = flat(GROUND)
-    if rows:
-        image[-rows:] = np.asarray(RED, np.float32) * 255
-    return image
 
 
 @pytest.fixture(scope="module")
@@ -33,21 +23,16 @@ def clinic(tmp_path_factory):
     film (clear) are reported only by name, their lateral films state the finding."""
     base = KnowledgeBase.create(tmp_path_factory.mktemp("views") / "kb", models=FakeStack())
     for n in range(4):
-        base.add_image(_opacity(20 + n), doc_id=f"R{n}", caption=f"Patient P10{n}. Findings: {FINDING}.")
-        base.add_image(_opacity(0), doc_id=f"C{n}", caption=f"Patient P20{n}. Findings: {CLEAR}.")
+        base.add_image(opacity(20 + n), doc_id=f"R{n}", caption=f"Patient P10{n}. Findings: {FINDING}.")
+        base.add_image(opacity(0), doc_id=f"C{n}", caption=f"Patient P20{n}. Findings: {CLEAR}.")
     for pid, pa_rows in (("P001", 22), ("P002", 0)):
-        base.add_image(_opacity(22), doc_id=f"{pid}-lat", caption=f"Lateral film, patient {pid}. Findings: {FINDING}.",
+        base.add_image(opacity(22), doc_id=f"{pid}-lat", caption=f"Lateral film, patient {pid}. Findings: {FINDING}.",
                        view=(pid, 0))
-        base.add_image(_opacity(pa_rows), doc_id=f"{pid}-pa", caption=f"PA film, patient {pid}. Reported by Dr. Osei.",
+        base.add_image(opacity(pa_rows), doc_id=f"{pid}-pa", caption=f"PA film, patient {pid}. Reported by Dr. Osei.",
                        view=(pid, 1))
     base.commit()
     yield base
     base.close()
-
-
-def _items(kb, *doc_ids):
-    chunks = kb.store.document_chunk_ids(doc_ids)
-    return build_items(kb, [chunks[d] for d in doc_ids], [1.0] * len(doc_ids), {}, {}, thumbnails=False)
 
 
 def _question(pid: str) -> str:
@@ -65,15 +50,15 @@ def test_a_silent_view_whose_neighbours_state_its_sets_finding_is_read_without_t
 
 
 def test_read_silent_views_replaces_the_silent_item_in_place_and_leaves_a_disagreeing_one_silent(clinic):
-    items = _items(clinic, "P001-lat", "P001-pa", "R0")
+    items = document_items(clinic, "P001-lat", "P001-pa", "R0")
     out, notes = read_silent_views(clinic, items, clinic.config)
     assert [i.doc_id for i in out] == ["P001-lat", "P001-pa", "R0"] and len(notes) == 1
     assert READ_PATH in out[1].paths and out[1].provenance["read"]["statements"] == ["Red opacity in the lower zone"]
     assert text_of(out[1]).endswith("Reported by Dr. Osei. Red opacity in the lower zone.")
     assert out[0] == items[0] and out[2] == items[2]
-    items = _items(clinic, "P002-lat", "P002-pa")
+    items = document_items(clinic, "P002-lat", "P002-pa")
     assert read_silent_views(clinic, items, clinic.config) == (items, [])
-    assert read_silent_views(clinic, _items(clinic, "R0", "C0"), clinic.config)[1] == []  # no view set
+    assert read_silent_views(clinic, document_items(clinic, "R0", "C0"), clinic.config)[1] == []  # no view set
 
 
 def test_ask_says_both_views_show_the_finding_only_where_the_silent_view_was_read(clinic):

@@ -32,7 +32,6 @@ than `finding_min_documents` other documents stating the finding: nothing is add
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -41,7 +40,8 @@ import numpy as np
 from kira.config import KiraConfig
 from kira.pipeline.change import (change_statement, compared_sequence, document_vectors, recorded_changes,
                                   temporal_sequences)
-from kira.reasoning.template_generator import MEASURED_PATH, sentences_of, statement_shape, states_change, text_of
+from kira.reasoning.template_generator import (MEASURED_PATH, sentences_of, statement_shape, states_change, text_of,
+                                              without_values)
 from kira.reasoning.types import EvidenceItem
 
 
@@ -55,16 +55,6 @@ class MeasuredChange:
     share: float  # d . a / |a|^2
     statement: str  # "Compared with the baseline, <finding> has decreased"
     note: str
-
-
-_CLAUSE_SPLIT = re.compile(r"\s*[,;]\s*")
-_LEAD_VERB = re.compile(r"^(?:shows?|showing|depicts?|depicting)\s+", re.I)  # "Shows open water" -> "open water"
-
-
-def without_values(sentence: str) -> str:
-    """The sentence with its clauses that hold a value cut, and a leading "Shows" ("Enlarged cardiac
-    silhouette, cardiothoracic ratio about 0.65" -> "Enlarged cardiac silhouette"); "" if nothing is left."""
-    return _LEAD_VERB.sub("", ", ".join(c for c in _CLAUSE_SPLIT.split(sentence) if c and not any(ch.isdigit() for ch in c)))
 
 
 def finding_of(texts: Sequence[str]) -> tuple[str, frozenset[str]] | None:

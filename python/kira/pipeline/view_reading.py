@@ -28,8 +28,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from kira.config import KiraConfig
-from kira.pipeline.measured_change import document_space, statement_documents, without_values
-from kira.reasoning.template_generator import READ_PATH, same_statement, sentences_of, statement_shape, text_of
+from kira.pipeline.measured_change import document_space, statement_documents
+from kira.reasoning.template_generator import (READ_PATH, same_statement, sentences_of, statement_shape, text_of,
+                                              without_values)
 from kira.reasoning.types import EvidenceItem
 
 

@@ -292,12 +292,23 @@ def statement_shape(sentence: str) -> frozenset[str]:
     return _shape(_stems(sentence))
 
 
+_VALUE_CLAUSE_SPLIT = re.compile(r"\s*[,;]\s*")
+_LEAD_VERB = re.compile(r"^(?:shows?|showing|depicts?|depicting)\s+", re.I)  # "Shows open water" -> "open water"
+
+
+def without_values(sentence: str) -> str:
+    """The sentence with its clauses that hold a value cut, and a leading "Shows" ("Enlarged cardiac
+    silhouette, cardiothoracic ratio about 0.65" -> "Enlarged cardiac silhouette"); "" if nothing is left."""
+    clauses = (c for c in _VALUE_CLAUSE_SPLIT.split(sentence) if c and not any(ch.isdigit() for ch in c))
+    return _LEAD_VERB.sub("", ", ".join(clauses))
+
+
 def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
     """Whether `cand`'s wording holds every content word of a chosen claim, or a chosen claim holds all of
     its words but those of its value clauses ("enlarged cardiac silhouette, cardiothoracic ratio about
     0.65" restates "... enlarged cardiac silhouette has remained unchanged")."""
     words = _stems(cand.text)
-    plain = _stems(" ".join(c for c in _CLAUSE.split(cand.text) if not any(ch.isdigit() for ch in c))) or words
+    plain = _stems(without_values(cand.text)) or words
     return any(plain <= _stems(c.text) or _stems(c.text) <= words for c in chosen)
 
 
