@@ -74,10 +74,11 @@ class HopConfig:
     finding_min_share: float = 0.15  # more / less of the finding when the step covers >= 15% of the way from the average image to the finding's
     finding_min_documents: int = 3  # the finding's direction needs >= 3 other documents that state it
     finding_stable_share: float = 0.075  # unchanged when it covers < 7.5% of that way, unless a documented change moves as little
-    # ... and a view whose record is only bookkeeping, read from its image (kira.pipeline.view_reading):
+    # ... and a view read from its image (kira.pipeline.view_reading): one whose record is only bookkeeping,
+    # for what another view of its set states; one that states all its subject states, for what it leaves unstated
     read_silent_views: bool = True
-    view_neighbours: int = 5  # its 5 nearest documents with a report vote ...
-    view_min_votes: int = 3  # ... and it shows what another view of its set states when a majority (>= 3) state it
+    view_neighbours: int = 5  # its 5 nearest documents with a report (that speak to what is read) vote ...
+    view_min_votes: int = 3  # ... and it shows a statement when a majority (>= 3) state it
 
 
 @dataclass(frozen=True)

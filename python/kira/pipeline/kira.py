@@ -48,7 +48,7 @@ from kira.pipeline.fine import FINE_LEVELS, choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
 from kira.pipeline.measured_change import (change_along_finding, document_space, documented_change_shares, measured_item,
                                            statement_documents)
-from kira.pipeline.view_reading import documents_by_row, document_statements_by_doc, read_silent_views
+from kira.pipeline.view_reading import documents_by_row, document_statements_by_doc, read_views
 from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
 from kira.pipeline.query import (Fused, Ranking, encode_query, expand_query, fuse, lexical_rankings, rerank,
                                  text_rankings, visual_rankings)
@@ -347,7 +347,7 @@ class Kira:
                         trace["change"] = measured.note
         if level >= 3 and cfg.hops.read_silent_views and asks_agreement(question):
             with timer.stage("views"):
-                kept, read = read_silent_views(kb, kept, cfg)
+                kept, read = read_views(kb, kept, cfg)
                 if read:
                     trace["views_read"] = read
         pack = EvidencePack.from_items(question, kept, dropped)

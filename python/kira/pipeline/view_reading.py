@@ -1,60 +1,87 @@
-"""Reading a silent view: what a view whose record is only bookkeeping shows, by its image.
+"""Reading a view by its image: what a view whose record is only bookkeeping shows, and what a
+view's report leaves unstated that the reports of images like it agree on.
 
 Used by the pipeline for a question that asks what the views of one subject show together,
-or whether they agree (kira.reasoning.view_agreement.asks_agreement). A view whose text
-states only bookkeeping ("PA chest radiograph, patient P040, study 1. Reported by Dr.
-Tanaka.") cannot be compared by its words, so the answer could not say the views agree.
-`read_silent_views` reads its image instead: its `view_neighbours` nearest documents that
-state any content (cosine of the encoder's unit features, kira.pipeline.measured_change's
-document space; the subject's own compound document and view set left out) vote for each
-statement another view of its set states (one vote per neighbour that states it, position
-words aside: "left pleural effusion" votes for "right pleural effusion"). Every such
-statement with at least `view_min_votes` votes is read into the view: the item gets path
-"read" and ``provenance["read"]`` = {"statements", "votes", "neighbours"}, and the
-generator reads the statements after its caption (template_generator.text_of). Clauses
-holding a value are cut ("enlarged cardiac silhouette", not "cardiothoracic ratio about
-0.65": a neighbour's value is not this image's). A view whose neighbours do not agree on
-what its set states stays silent, and the answer does not say the views agree; what
-neighbours agree on that the set does not state is not read (too weak a reading to claim
-the views disagree).
+or whether they agree (kira.reasoning.view_agreement.asks_agreement). Two readings, both
+votes of a view's `view_neighbours` nearest documents that state any content (cosine of the
+encoder's unit features, kira.pipeline.measured_change's document space; the subject's own
+documents -- its compound document and view set -- left out):
+
+- A silent view. A view whose text states only bookkeeping ("PA chest radiograph, patient
+  P040, study 1. Reported by Dr. Tanaka.") cannot be compared by its words, so the answer
+  could not say the views agree. `read_view` reads its image instead: its neighbours vote
+  for each statement another view of its set states (one vote per neighbour that states
+  it, position words aside: "left pleural effusion" votes for "right pleural effusion").
+  Every such statement with at least `view_min_votes` votes is read into the view. A view
+  whose neighbours do not agree on what its set states stays silent, and the answer does
+  not say the views agree.
+- What the subject leaves unstated. A view that states findings but whose subject states no
+  conclusion ("patchy consolidation in the left lower zone", and no view or study of the
+  patient gives an impression) leaves the question half answered. `read_unstated` reads the
+  conclusion by what reported images like it conclude: its neighbours are the nearest
+  documents that state what the view states and something its subject does not (a
+  neighbour that states nothing more is silent on it and abstains); a statement, by its
+  exact shape, that at least `view_min_votes` of them state is read into the view. Only a
+  view that states everything its subject states is read this way: where another view or
+  study states more (an impression), the subject already speaks, and a neighbour's rival
+  reading ("benign colon tissue" beside a stated "benign breast tissue") is not read. A
+  position word the view's own statements do not use is cut from what is read ("left
+  pleural effusion" read into a view of the right costophrenic angle is "pleural
+  effusion"): a neighbour's side is not this image's.
+
+A view read gets path "read" and ``provenance["read"]`` = {"statements", "votes",
+"neighbours"}, and the generator reads the statements after its caption
+(template_generator.text_of). Clauses holding a value are cut ("enlarged cardiac
+silhouette", not "cardiothoracic ratio about 0.65": a neighbour's value is not this
+image's). The text of a read view's own document is unchanged, so the grounding verifier
+still scores a claim only on what the evidence states: a conclusion read from images is
+cited to the view it was read into and scored on that view's own words.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from kira.config import KiraConfig
 from kira.pipeline.measured_change import document_space, statement_documents
-from kira.reasoning.template_generator import (READ_PATH, same_statement, sentences_of, statement_shape, text_of,
-                                              without_values)
+from kira.reasoning.template_generator import (POSITION_STEMS, READ_PATH, consensus_text, same_statement,
+                                              sentences_of, statement_shape, text_of, without_values)
+from kira.reasoning.text_tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem
+
+
+Shape = frozenset[str]  # a statement as the generator matches statements (template_generator.statement_shape)
 
 
 @dataclass(frozen=True)
 class ViewReading:
-    """What one silent view's image was read as."""
+    """What one view's image was read as."""
 
     doc_id: str
-    statements: tuple[str, ...]  # value clauses cut, in the stating view's order
+    statements: tuple[str, ...]  # value clauses cut
     votes: tuple[int, ...]  # per statement, of len(neighbours)
     neighbours: tuple[str, ...]  # doc ids, nearest first
+    silent: bool = True  # a silent view read for what its set states; else a view read for what its subject leaves unstated
 
     @property
     def note(self) -> str:
         said = "; ".join(f"'{s}' ({v} of {len(self.neighbours)})" for s, v in zip(self.statements, self.votes))
-        return (f"{self.doc_id} states only bookkeeping; its {len(self.neighbours)} nearest images with a report "
-                f"({', '.join(self.neighbours)}) state what another view of its set states: {said}")
+        near = f"its {len(self.neighbours)} nearest images with a report ({', '.join(self.neighbours)})"
+        if self.silent:
+            return f"{self.doc_id} states only bookkeeping; {near} state what another view of its set states: {said}"
+        return (f"{self.doc_id} states everything its subject states; {near}, which state it too, also state what "
+                f"its subject leaves unstated: {said}")
 
 
-def document_statements_by_doc(kb: Any) -> dict[str, frozenset[frozenset[str]]]:
+def document_statements_by_doc(kb: Any) -> dict[str, frozenset[Shape]]:
     """{doc id: the statement shapes its caption states} for documents that state any (cached per commit)."""
 
-    def build() -> dict[str, frozenset[frozenset[str]]]:
-        out: dict[str, set[frozenset[str]]] = {}
+    def build() -> dict[str, frozenset[Shape]]:
+        out: dict[str, set[Shape]] = {}
         for shape, docs in statement_documents(kb).items():
             for doc in docs:
                 out.setdefault(doc, set()).add(shape)
@@ -68,33 +95,58 @@ def documents_by_row(kb: Any) -> list[str]:
     return kb.memo("documents_by_row", lambda: [d for d, _ in sorted(document_space(kb)[0].items(), key=lambda kv: kv[1])])
 
 
-def _content(item: EvidenceItem) -> list[tuple[str, frozenset[str]]]:
+def tags_by_doc(kb: Any) -> dict[str, frozenset[str]]:
+    """{doc id: its tags, lower-cased} for documents with any (cached per commit)."""
+
+    def build() -> dict[str, frozenset[str]]:
+        out: dict[str, set[str]] = {}
+        for doc, tag in kb.store.conn.execute("SELECT doc_id, tag FROM tags"):
+            out.setdefault(doc, set()).add(str(tag).lower())
+        return {doc: frozenset(tags) for doc, tags in out.items()}
+
+    return kb.memo("tags_by_doc", build)
+
+
+def _content(item: EvidenceItem) -> list[tuple[str, Shape]]:
     """(sentence, shape) of each content sentence of the item's text."""
     return [(s, statement_shape(s)) for s, is_meta, _ in sentences_of(text_of(item)) if not is_meta]
 
 
-def read_view(kb: Any, doc_id: str, stated: Sequence[tuple[str, frozenset[str]]], exclude: set[str],
-              config: KiraConfig) -> ViewReading | None:
-    """The statements of `stated` (sentence, shape) that doc_id's nearest documents with a report agree
-    on (>= view_min_votes of view_neighbours), or None; `exclude`: doc ids that may not vote."""
+def _matches(shape: Shape, others: Iterable[Shape]) -> bool:
+    return any(shape == o or same_statement(shape, o) for o in others)
+
+
+def _nearest(kb: Any, doc_id: str, exclude: set[str], config: KiraConfig,
+             admit: Callable[[str], bool] = lambda doc: True) -> list[str]:
+    """doc_id's `view_neighbours` nearest documents that state content, are not in `exclude` and pass
+    `admit`, nearest first; [] when doc_id has no image."""
     rows, matrix = document_space(kb)
     shapes = document_statements_by_doc(kb)
     if doc_id not in rows:
-        return None
+        return []
     by_row = documents_by_row(kb)
     sims = matrix @ matrix[rows[doc_id]]
-    nearest = []
+    nearest: list[str] = []
     for row in np.argsort(-sims, kind="stable").tolist():
         doc = by_row[row]
-        if doc != doc_id and doc not in exclude and doc in shapes:
+        if doc != doc_id and doc not in exclude and doc in shapes and admit(doc):
             nearest.append(doc)
             if len(nearest) == config.hops.view_neighbours:
                 break
+    return nearest
+
+
+def read_view(kb: Any, doc_id: str, stated: Sequence[tuple[str, Shape]], exclude: set[str],
+              config: KiraConfig) -> ViewReading | None:
+    """The statements of `stated` (sentence, shape) that doc_id's nearest documents with a report agree
+    on (>= view_min_votes of view_neighbours), or None; `exclude`: doc ids that may not vote."""
+    nearest = _nearest(kb, doc_id, exclude, config)
     if not nearest:
         return None
+    shapes = document_statements_by_doc(kb)
     read, votes = [], []
     for sentence, shape in stated:
-        n = sum(any(s == shape or same_statement(s, shape) for s in shapes[d]) for d in nearest)
+        n = sum(_matches(shape, shapes[d]) for d in nearest)
         wording = without_values(sentence)
         if n >= config.hops.view_min_votes and wording and wording not in read:
             read.append(wording)
@@ -102,11 +154,66 @@ def read_view(kb: Any, doc_id: str, stated: Sequence[tuple[str, frozenset[str]]]
     return ViewReading(doc_id, tuple(read), tuple(votes), tuple(nearest)) if read else None
 
 
-def read_silent_views(kb: Any, items: Sequence[EvidenceItem], config: KiraConfig) -> tuple[list[EvidenceItem],
-                                                                                               list[str]]:
-    """`items` with every silent view of a multiview set some other view of which states content read
-    from its image (module docstring), and a note per view read. Items are replaced in place, so the
-    pack keeps its order and size."""
+def _wording(kb: Any, doc_id: str, shape: Shape) -> str:
+    """The sentence of doc_id's caption whose shape is `shape`, value clauses cut; "" if none."""
+    row = kb.store.documents([doc_id]).get(doc_id)
+    for sentence, is_meta, _ in sentences_of((row.caption or "") if row is not None else ""):
+        if not is_meta and statement_shape(sentence) == shape:
+            return without_values(sentence)
+    return ""
+
+
+def _placed_as(wording: str, own_stems: frozenset[str]) -> str:
+    """`wording` without the position words (left, lower, ...) that `own_stems` do not hold."""
+    kept = frozenset(stem(t) for t in content_tokens(wording))
+    kept -= {s for s in kept if s in POSITION_STEMS and s not in own_stems}
+    return consensus_text(wording, kept)
+
+
+def read_unstated(kb: Any, doc_id: str, own: Sequence[tuple[str, Shape]], subject_states: Iterable[Shape],
+                  exclude: set[str], config: KiraConfig) -> ViewReading | None:
+    """What doc_id's nearest documents that state what it states (`own`: its (sentence, shape)s) and
+    something more agree on (>= view_min_votes of view_neighbours, each statement by its exact
+    shape) that nothing of `subject_states` states; None when they agree on nothing, or when the
+    subject states something doc_id does not (module docstring). `exclude`: doc ids that may not vote."""
+    own_shapes = [shape for _, shape in own]
+    subject_states = list(subject_states)
+    if not own_shapes or not all(_matches(t, own_shapes) for t in subject_states):
+        return None
+    shapes = document_statements_by_doc(kb)
+
+    def unstated(shape: Shape) -> bool:
+        return not _matches(shape, subject_states) and not _matches(shape, own_shapes)
+
+    kind = tags_by_doc(kb).get(doc_id, frozenset())
+
+    def speaks(doc: str) -> bool:
+        return (kind <= tags_by_doc(kb).get(doc, frozenset()) and any(_matches(s, own_shapes) for s in shapes[doc])
+                and any(unstated(s) for s in shapes[doc]))
+
+    nearest = _nearest(kb, doc_id, exclude, config, speaks)
+    votes: dict[Shape, list[str]] = {}
+    for doc in nearest:
+        for shape in shapes[doc]:
+            if unstated(shape):
+                votes.setdefault(shape, []).append(doc)
+    own_stems = frozenset(stem(t) for sentence, _ in own for t in content_tokens(sentence))
+    read, counts = [], []
+    for shape, voters in sorted(votes.items(), key=lambda kv: (-len(kv[1]), sorted(kv[0]))):
+        if len(voters) < config.hops.view_min_votes:
+            break
+        wording = _placed_as(_wording(kb, voters[0], shape), own_stems)
+        if wording and wording not in read:
+            read.append(wording)
+            counts.append(len(voters))
+    return ViewReading(doc_id, tuple(read), tuple(counts), tuple(nearest), silent=False) if read else None
+
+
+def read_views(kb: Any, items: Sequence[EvidenceItem], config: KiraConfig) -> tuple[list[EvidenceItem], list[str]]:
+    """`items` with every view of a multiview set read from its image where the module docstring says
+    (a silent view for what another view of its set states; a view that states everything its subject
+    states for what the subject leaves unstated), and a note per view read. Items are replaced in
+    place, so the pack keeps its order and size."""
     sets: dict[str, list[EvidenceItem]] = {}
     for item in items:
         key = (item.provenance or {}).get("views")
@@ -114,22 +221,24 @@ def read_silent_views(kb: Any, items: Sequence[EvidenceItem], config: KiraConfig
             sets.setdefault(str(key), []).append(item)
     compound = kb.compound_of()
     view_set = kb.view_set_of()
+    all_shapes = document_statements_by_doc(kb)
     out, notes = list(items), []
     for key, members in sets.items():
         content = {i.doc_id: _content(i) for i in members}
         stated = list(dict.fromkeys(pair for pairs in content.values() for pair in pairs))
-        silent = {i.doc_id for i in members if not content[i.doc_id]}
-        if not stated or not silent:
+        if not stated:
             continue
         own = {compound.get(d, d) for d in content} | {view_set[d] for d in content if d in view_set}
-        exclude = {d for d, c in compound.items() if c in own} | {d for d, v in view_set.items() if v in own} | set(content)
-        for doc_id in sorted(silent):
-            reading = read_view(kb, doc_id, stated, exclude, config)
+        subject = {d for d, c in compound.items() if c in own} | {d for d, v in view_set.items() if v in own} | set(content)
+        subject_states = {shape for _, shape in stated} | {s for d in subject for s in all_shapes.get(d, ())}
+        readings = [read_view(kb, d, stated, subject, config) for d in sorted(content) if not content[d]]
+        readings += [read_unstated(kb, d, content[d], subject_states, subject, config) for d in sorted(content) if content[d]]
+        for reading in readings:
             if reading is None:
                 continue
             notes.append(reading.note)
             for n, item in enumerate(out):
-                if item.doc_id == doc_id and (item.provenance or {}).get("views") == key:
+                if item.doc_id == reading.doc_id and (item.provenance or {}).get("views") == key:
                     provenance = dict(item.provenance)
                     provenance["read"] = {"statements": list(reading.statements), "votes": list(reading.votes),
                                           "neighbours": list(reading.neighbours)}

@@ -56,8 +56,9 @@ evidence about the subject, is read only for its change statement, and its claim
 worded "By analogy: ..."; what the subject's own documents state complements it. An
 item on path "measured" (the change kira.pipeline.measured_change measured in the subject's own
 images along its finding) is read the same way, its claim as written.
-An item on path "read" (a view whose own text is only bookkeeping, read from its image by
-kira.pipeline.view_reading) is read as its text followed by the statements read.
+An item on path "read" (a view kira.pipeline.view_reading read from its image: one whose own text
+is only bookkeeping, or one whose subject states no conclusion) is read as its text followed by
+the statements read.
 
 Before the answer it writes the reasoning trace: the evidence considered, what was set
 aside as metadata, each candidate's support and sources, what agrees and which
@@ -112,8 +113,9 @@ finding (kira.pipeline.measured_change); read only for that change statement."""
 LENT_PATHS = (ANALOGY_PATH, MEASURED_PATH)
 """Paths of items that speak about the subject's change, not about what their own document shows."""
 READ_PATH = "read"
-"""Path of a view whose record is only bookkeeping and whose image kira read (kira.pipeline.view_reading):
-its text is followed by the statements read, ``provenance["read"]["statements"]``."""
+"""Path of a view whose image kira read (kira.pipeline.view_reading: a view whose record is only bookkeeping,
+or one whose subject leaves a conclusion unstated): its text is followed by the statements read,
+``provenance["read"]["statements"]``."""
 
 
 def is_lent(item: EvidenceItem) -> bool:
