@@ -12,9 +12,9 @@ from pipeline_fakes import FakeStack, document_items, flat, opacity
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 from kira.pipeline.change import change_by_analogy, change_statement, recorded_changes
-from kira.pipeline.measured_change import (change_along_finding, document_space, documented_change_shares, finding_of,
-                                           statement_documents)
-from kira.reasoning.template_generator import statement_shape
+from kira.pipeline.measured_change import (change_along_finding, change_wording, document_space,
+                                           documented_change_shares, finding_of, statement_documents)
+from kira.reasoning.template_generator import statement_shape, states_change
 
 BLUE, YELLOW, GREEN, RED, GREY = (0.1, 0.2, 0.9), (0.9, 0.85, 0.2), (0.1, 0.8, 0.2), (0.9, 0.1, 0.1), (0.5, 0.5, 0.5)
 HEAD = "Change since the previous acquisition"
@@ -185,6 +185,15 @@ def test_a_finding_that_does_not_move_is_measured_as_unchanged_where_documented_
     assert same is not None and abs(same.share) < clinic.config.hops.finding_stable_share
     assert same.statement == f"Compared with the baseline, {FINDING} has remained unchanged"
     assert "1 documented changes" in same.note  # P004's, whose own report states it
+
+
+def test_change_wording_gives_a_list_of_findings_no_singular_verb():
+    assert change_wording("Enlarged cardiac silhouette", "remained unchanged") == (
+        "Compared with the baseline, enlarged cardiac silhouette has remained unchanged")
+    assert change_wording("Clear lungs, normal cardiomediastinal silhouette, no effusion", "remained unchanged") == (
+        "Both studies show clear lungs, normal cardiomediastinal silhouette, no effusion, with no interval change")
+    assert change_wording("RC low-pass filter", "increased") == "Compared with the baseline, RC low-pass filter has increased"
+    assert states_change(change_wording("Clear lungs, no effusion", "remained unchanged"), "")  # still read as a change
 
 
 def test_no_unchanged_where_a_documented_change_hardly_moved(tmp_path):

@@ -18,7 +18,8 @@ share noise as likely as change, and nothing is added). The statement ("Compared
 baseline, <finding> has decreased") joins the evidence as an item of the latest document on
 path "measured", its text the measurement, not the document's caption; the trace records s,
 |a| and how many documents defined a. A step with |s| < `finding_stable_share` reads as no change ("Compared
-with the baseline, <finding> has remained unchanged") unless the knowledge base shows its
+with the baseline, <finding> has remained unchanged"; for a list of findings, "Both studies show
+<findings>, with no interval change": `change_wording`) unless the knowledge base shows its
 encoder can miss a change: a temporal sequence whose own documents state a change (with values
 too) that moves less than that along its finding (`documented_change_shares`; a component value
 redrawn in a schematic: the pixels barely show it). There a short step is no proof of no
@@ -32,6 +33,7 @@ than `finding_min_documents` other documents stating the finding: nothing is add
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -43,6 +45,9 @@ from kira.pipeline.change import (change_statement, compared_sequence, document_
 from kira.reasoning.template_generator import (MEASURED_PATH, sentences_of, statement_shape, states_change, text_of,
                                               without_values)
 from kira.reasoning.types import EvidenceItem
+
+
+_LIST_SEPARATOR = re.compile(r"\s*,\s*")
 
 
 @dataclass(frozen=True)
@@ -241,9 +246,18 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
         note = f"{measured} (|share| < {hops.finding_stable_share:.2f} reads as no change: {basis}): {verb}"
     else:
         return None  # between the two: neither a change nor its absence is measured
-    lowered = reading.wording[:1].lower() + reading.wording[1:] if reading.wording[1:2].islower() else reading.wording
-    statement = f"Compared with the baseline, {lowered} has {verb}"  # "Clear lungs" -> "clear lungs", not "RC"
-    return MeasuredChange(named[0], named[-1], reading.wording, share, statement, note)
+    return MeasuredChange(named[0], named[-1], reading.wording, share, change_wording(reading.wording, verb), note)
+
+
+def change_wording(finding: str, verb: str) -> str:
+    """The measured statement: "Compared with the baseline, <finding> has <verb>". A list of findings
+    that has remained unchanged ("clear lungs, normal cardiomediastinal silhouette, no effusion") is no
+    subject for "has" (nor is a negated one), and reads "Both studies show <findings>, with no interval
+    change"."""
+    lowered = finding[:1].lower() + finding[1:] if finding[1:2].islower() else finding  # "Clear lungs", not "RC"
+    if verb == "remained unchanged" and len(_LIST_SEPARATOR.split(finding)) > 1:
+        return f"Both studies show {lowered}, with no interval change"
+    return f"Compared with the baseline, {lowered} has {verb}"
 
 
 def measured_item(kb: Any, measured: MeasuredChange) -> EvidenceItem | None:
