@@ -51,14 +51,14 @@ def test_a_silent_view_whose_neighbours_state_its_sets_finding_is_read_without_t
 
 def test_read_views_replaces_the_silent_item_in_place_and_leaves_a_disagreeing_one_silent(clinic):
     items = document_items(clinic, "P001-lat", "P001-pa", "R0")
-    out, notes = read_views(clinic, items, clinic.config)
+    out, notes = read_views(clinic, _question("P001"), items, clinic.config)
     assert [i.doc_id for i in out] == ["P001-lat", "P001-pa", "R0"] and len(notes) == 1
     assert READ_PATH in out[1].paths and out[1].provenance["read"]["statements"] == ["Red opacity in the lower zone"]
     assert text_of(out[1]).endswith("Reported by Dr. Osei. Red opacity in the lower zone.")
     assert out[0] == items[0] and out[2] == items[2]
     items = document_items(clinic, "P002-lat", "P002-pa")
-    assert read_views(clinic, items, clinic.config) == (items, [])
-    assert read_views(clinic, document_items(clinic, "R0", "C0"), clinic.config)[1] == []  # no view set
+    assert read_views(clinic, _question("P002"), items, clinic.config) == (items, [])
+    assert read_views(clinic, "What do the views together show?", document_items(clinic, "R0", "C0"), clinic.config)[1] == []  # no view set
 
 
 def test_ask_says_both_views_show_the_finding_only_where_the_silent_view_was_read(clinic):
@@ -123,16 +123,25 @@ def test_a_view_whose_subject_concludes_nothing_reads_what_reports_of_images_of_
 
 
 def test_read_views_reads_a_conclusion_only_where_the_subject_states_none(ward):
-    out, notes = read_views(ward, document_items(ward, "P001-lat", "P001-pa"), ward.config)
+    out, notes = read_views(ward, _question("P001"), document_items(ward, "P001-lat", "P001-pa"), ward.config)
     assert [_read(i) for i in out] == [["Left lobar pneumonia"]] * 2 and len(notes) == 2
     assert all(READ_PATH in i.paths for i in out)
     assert text_of(out[1]).endswith(f"{RED}. Left lobar pneumonia.")
     # P002's lateral view concludes right lobar pneumonia: the neighbours' left is a rival reading, not read
     items = document_items(ward, "P002-lat", "P002-pa")
-    assert read_views(ward, items, ward.config) == (items, [])
+    assert read_views(ward, _question("P002"), items, ward.config) == (items, [])
     # P003's views place the finding on the right: the neighbours' side is not read into them
-    out, _ = read_views(ward, document_items(ward, "P003-lat", "P003-pa"), ward.config)
+    out, _ = read_views(ward, _question("P003"), document_items(ward, "P003-lat", "P003-pa"), ward.config)
     assert [_read(i) for i in out] == [["lobar pneumonia"]] * 2
+
+
+def test_read_views_reads_only_the_views_of_the_subject_the_question_names(ward):
+    items = document_items(ward, "P001-lat", "P001-pa", "P003-lat", "P003-pa")
+    out, notes = read_views(ward, _question("P003"), items, ward.config)
+    assert [_read(i) for i in out] == [None, None, ["lobar pneumonia"], ["lobar pneumonia"]]
+    assert len(notes) == 2 and all(note.startswith("P003") for note in notes)
+    out, notes = read_views(ward, "What do the two views together show?", items, ward.config)  # no subject named
+    assert len(notes) == 4 and all(READ_PATH in i.paths for i in out)
 
 
 def _read(item):

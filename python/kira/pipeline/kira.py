@@ -347,7 +347,7 @@ class Kira:
                         trace["change"] = measured.note
         if level >= 3 and cfg.hops.read_silent_views and asks_agreement(question):
             with timer.stage("views"):
-                kept, read = read_views(kb, kept, cfg)
+                kept, read = read_views(kb, question, kept, cfg)
                 if read:
                     trace["views_read"] = read
         pack = EvidencePack.from_items(question, kept, dropped)

@@ -49,7 +49,7 @@ import numpy as np
 from kira.config import KiraConfig
 from kira.pipeline.measured_change import document_space, statement_documents
 from kira.reasoning.template_generator import (POSITION_STEMS, READ_PATH, consensus_text, same_statement,
-                                              sentences_of, statement_shape, text_of, without_values)
+                                              sentences_of, statement_shape, subject_items, text_of, without_values)
 from kira.reasoning.text_tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem
 
@@ -209,15 +209,19 @@ def read_unstated(kb: Any, doc_id: str, own: Sequence[tuple[str, Shape]], subjec
     return ViewReading(doc_id, tuple(read), tuple(counts), tuple(nearest), silent=False) if read else None
 
 
-def read_views(kb: Any, items: Sequence[EvidenceItem], config: KiraConfig) -> tuple[list[EvidenceItem], list[str]]:
+def read_views(kb: Any, question: str, items: Sequence[EvidenceItem],
+               config: KiraConfig) -> tuple[list[EvidenceItem], list[str]]:
     """`items` with every view of a multiview set read from its image where the module docstring says
     (a silent view for what another view of its set states; a view that states everything its subject
-    states for what the subject leaves unstated), and a note per view read. Items are replaced in
-    place, so the pack keeps its order and size."""
+    states for what the subject leaves unstated), and a note per view read. When the question names
+    its subject ("patient P001") and some items name it, only that subject's views are read (the
+    answer is about it alone: template_generator.subject_items). Items are replaced in place, so the
+    pack keeps its order and size."""
+    about = {i.doc_id for i in subject_items(question, tuple(items))}
     sets: dict[str, list[EvidenceItem]] = {}
     for item in items:
         key = (item.provenance or {}).get("views")
-        if key:
+        if key and (not about or item.doc_id in about):
             sets.setdefault(str(key), []).append(item)
     compound = kb.compound_of()
     view_set = kb.view_set_of()
