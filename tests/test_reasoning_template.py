@@ -301,6 +301,19 @@ def test_statements_that_differ_only_in_position_are_one_statement_worded_withou
     assert answer.claims[0].text == "Urban land cover [Evidence 1, 2, 3]."
 
 
+def test_a_side_most_witnesses_agree_on_is_said_even_when_the_best_weighted_wording_has_the_other() -> None:
+    """The best-scored film says right, three films with 3x its weight say left: more than 70% place it
+    on the left, so the claim says left (worded from a witness that does), not the best film's right
+    and not nothing."""
+    items = [_film("P0", 1.0, "Opacity in the right lower zone.", "P0")]
+    items += [_film(f"P{n}", 0.95, "Opacity in the left lower zone.", f"P{n}") for n in (1, 2, 3)]
+    answer = TemplateGenerator(max_claims=1).generate("find opacities", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text == "Opacity in the left lower zone [Evidence 1, 2, 3, 4]."
+    items[1:3] = [_film(f"P{n}", 0.95, "Opacity in the right lower zone.", f"P{n}") for n in (1, 2)]
+    answer = TemplateGenerator(max_claims=1).generate("find opacities", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text == "Opacity in the right lower zone [Evidence 1, 2, 3, 4]."
+
+
 def test_a_comparison_is_answered_with_both_states_of_the_compared_document() -> None:
     """'How was it revised?' is a comparison; the revision's own statement leads, and the earlier revision's
     statement (another document of the same compound document) complements it instead of being a rival.

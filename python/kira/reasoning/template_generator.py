@@ -37,9 +37,12 @@ generator answers with the *content the top evidence agrees on*:
    0.62-0.67"): the class-level statement, not one instance's detail. A witness is a
    document, or a whole compound document (``provenance["compound"]``: one patient's
    films, one place's acquisitions) that votes once for what all its documents state.
-   Every word kept is a word of the evidence. A position word (left/right, upper/lower, ...)
-   is then kept in a chosen claim only when the witnesses of all the chosen claims agree on
-   it (kira.reasoning.position_agreement): findings and impression place a finding on one side.
+   Every word kept is a word of the evidence. The wording starts from the best-weighted
+   witness's sentence, or, where that sentence places the finding elsewhere than more than
+   70% of the witnesses do, from the best-weighted one that places it where they agree.
+   A position word (left/right, upper/lower, ...) is then kept in a chosen claim only when
+   the witnesses of all the chosen claims agree on it (kira.reasoning.position_agreement):
+   findings and impression place a finding on one side.
 5. Near-duplicate sentences form one candidate; the best-supported is the first claim,
    and others follow while their score is >= `min_support_ratio` of the best (at
    most `max_claims`) if some document that states the first also states them (they
@@ -350,6 +353,7 @@ class _Candidate:
     lent: bool = False  # stated by items lent to state the subject's change (LENT_PATHS)
     # (witness, doc id, stems) per wording
     variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)
+    wordings: dict[str, str] = field(default_factory=dict)  # doc id: its sentence stating it, best-weighted first
 
     @property
     def score(self) -> float:
@@ -493,6 +497,7 @@ class TemplateGenerator:
                 elif item not in match.sources:
                     match.sources.append(item)
                 match.variants.append((_witness(item), item.doc_id, stems))
+                match.wordings.setdefault(item.doc_id, sentence)
                 if context and not match.context & _stems(context):
                     match.context = match.context | _stems(context)
         # documents that state no content (only bookkeeping) abstain: they vote for nothing and against nothing
@@ -563,8 +568,11 @@ class TemplateGenerator:
             s for s in frozenset().union(*voters.values())
             if sum(w for d, w in weight.items() if s in voters[d]) > CONSENSUS_SHARE * total
         )
-        ranges = _value_ranges(cand.text, [stems for d, stems in by_doc.items() if d in cited], agreed)
-        text = consensus_text(cand.text, agreed, ranges=ranges)
+        # a place most witnesses agree on is said even when the best-weighted wording puts it elsewhere
+        placed = agreed & POSITION_STEMS
+        base = next((t for t in (cand.text, *cand.wordings.values()) if placed <= _stems(t)), cand.text)
+        ranges = _value_ranges(base, [stems for d, stems in by_doc.items() if d in cited], agreed)
+        text = consensus_text(base, agreed, ranges=ranges)
         return text or cand.text
 
     @staticmethod
