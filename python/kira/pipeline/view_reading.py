@@ -65,7 +65,7 @@ class ViewReading:
     statements: tuple[str, ...]  # value clauses cut
     votes: tuple[int, ...]  # per statement, of len(neighbours)
     neighbours: tuple[str, ...]  # doc ids, nearest first
-    silent: bool = True  # a silent view read for what its set states; else a view read for what its subject leaves unstated
+    silent: bool = True  # read for what its set states; else for what its subject leaves unstated
 
     @property
     def note(self) -> str:
@@ -185,10 +185,11 @@ def read_unstated(kb: Any, doc_id: str, own: Sequence[tuple[str, Shape]], subjec
     def unstated(shape: Shape) -> bool:
         return not _matches(shape, subject_states) and not _matches(shape, own_shapes)
 
-    kind = tags_by_doc(kb).get(doc_id, frozenset())
+    tags = tags_by_doc(kb)
+    kind = tags.get(doc_id, frozenset())
 
-    def speaks(doc: str) -> bool:
-        return (kind <= tags_by_doc(kb).get(doc, frozenset()) and any(_matches(s, own_shapes) for s in shapes[doc])
+    def speaks(doc: str) -> bool:  # an image of its kind whose report states what it states, and more
+        return (kind <= tags.get(doc, frozenset()) and any(_matches(s, own_shapes) for s in shapes[doc])
                 and any(unstated(s) for s in shapes[doc]))
 
     nearest = _nearest(kb, doc_id, exclude, config, speaks)
