@@ -10,7 +10,7 @@ from pipeline_fakes import FakeStack, document_items, opacity
 
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
-from kira.pipeline.view_reading import read_unstated, read_view, read_views
+from kira.pipeline.view_reading import members_by_group, read_unstated, read_view, read_views
 from kira.reasoning.template_generator import READ_PATH, statement_shape, text_of
 
 FINDING = "Red opacity in the lower zone, ratio about 0.65"
@@ -54,6 +54,7 @@ def test_read_views_replaces_the_silent_item_in_place_and_leaves_a_disagreeing_o
     out, notes = read_views(clinic, _question("P001"), items, clinic.config)
     assert [i.doc_id for i in out] == ["P001-lat", "P001-pa", "R0"] and len(notes) == 1
     assert READ_PATH in out[1].paths and out[1].provenance["read"]["statements"] == ["Red opacity in the lower zone"]
+    assert "P001-lat" not in out[1].provenance["read"]["neighbours"]  # its own subject does not vote, however alike
     assert text_of(out[1]).endswith("Reported by Dr. Osei. Red opacity in the lower zone.")
     assert out[0] == items[0] and out[2] == items[2]
     items = document_items(clinic, "P002-lat", "P002-pa")
@@ -142,6 +143,14 @@ def test_read_views_reads_only_the_views_of_the_subject_the_question_names(ward)
     assert len(notes) == 2 and all(note.startswith("P003") for note in notes)
     out, notes = read_views(ward, "What do the two views together show?", items, ward.config)  # no subject named
     assert len(notes) == 4 and all(READ_PATH in i.paths for i in out)
+
+
+def test_members_by_group_lists_each_compound_document_and_view_set(ward):
+    groups = members_by_group(ward)
+    views = ward.view_set_of()["P001-pa"]
+    assert groups[("views", views)] == {"P001-lat", "P001-pa"}
+    assert groups[("compound", ward.compound_of()["P001-pa"])] == {"P001-lat", "P001-pa"}
+    assert not any("R0" in docs for docs in groups.values())  # in no group
 
 
 def _read(item):

@@ -107,6 +107,20 @@ def tags_by_doc(kb: Any) -> dict[str, frozenset[str]]:
     return kb.memo("tags_by_doc", build)
 
 
+def members_by_group(kb: Any) -> dict[tuple[str, str], frozenset[str]]:
+    """{("compound", its key) or ("views", view set id): its doc ids} (cached per commit): who a
+    subject is, without a scan of every document per question."""
+
+    def build() -> dict[tuple[str, str], frozenset[str]]:
+        out: dict[tuple[str, str], set[str]] = {}
+        for kind, groups in (("compound", kb.compound_of()), ("views", kb.view_set_of())):
+            for doc, group in groups.items():
+                out.setdefault((kind, group), set()).add(doc)
+        return {group: frozenset(docs) for group, docs in out.items()}
+
+    return kb.memo("members_by_group", build)
+
+
 def _content(item: EvidenceItem) -> list[tuple[str, Shape]]:
     """(sentence, shape) of each content sentence of the item's text."""
     return [(s, statement_shape(s)) for s, is_meta, _ in sentences_of(text_of(item)) if not is_meta]
@@ -227,14 +241,16 @@ def read_views(kb: Any, question: str, items: Sequence[EvidenceItem],
     compound = kb.compound_of()
     view_set = kb.view_set_of()
     all_shapes = document_statements_by_doc(kb)
+    group_members = members_by_group(kb)
     out, notes = list(items), []
     for key, members in sets.items():
         content = {i.doc_id: _content(i) for i in members}
         stated = list(dict.fromkeys(pair for pairs in content.values() for pair in pairs))
         if not stated:
             continue
-        own = {compound.get(d, d) for d in content} | {view_set[d] for d in content if d in view_set}
-        subject = {d for d, c in compound.items() if c in own} | {d for d, v in view_set.items() if v in own} | set(content)
+        own = {("compound", compound[d]) for d in content if d in compound}
+        own |= {("views", view_set[d]) for d in content if d in view_set}
+        subject = set(content).union(*(group_members.get(g, ()) for g in own))
         subject_states = {shape for _, shape in stated} | {s for d in subject for s in all_shapes.get(d, ())}
         readings = [read_view(kb, d, stated, subject, config) for d in sorted(content) if not content[d]]
         readings += [read_unstated(kb, d, content[d], subject_states, subject, config) for d in sorted(content) if content[d]]
