@@ -46,7 +46,8 @@ def test_after_warm_an_ask_builds_no_derived_view(tmp_path, monkeypatch):
         seconds = kira.warm()
         assert {"lexical", "document_groups", "compound_groups", "compound_of", "view_set_of", "temporal_sequences",
                 "recorded_changes", "statement_documents", "document_space", "documented_change_shares",
-                "document_statements_by_doc", "documents_by_row", "concept_banks"} <= set(seconds)
+                "document_statements_by_doc", "documents_by_row", "members_by_group", "tags_by_doc",
+                    "concept_banks"} <= set(seconds)
         assert all(s >= 0 for s in seconds.values())
         warmed = set(map(str, kb._caches))
         builds: list[str] = []

@@ -48,7 +48,8 @@ from kira.pipeline.fine import FINE_LEVELS, choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
 from kira.pipeline.measured_change import (change_along_finding, document_space, documented_change_shares, measured_item,
                                            statement_documents)
-from kira.pipeline.view_reading import documents_by_row, document_statements_by_doc, read_views
+from kira.pipeline.view_reading import (documents_by_row, document_statements_by_doc, members_by_group, read_views,
+                                       tags_by_doc)
 from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
 from kira.pipeline.query import (Fused, Ranking, encode_query, expand_query, fuse, lexical_rankings, rerank,
                                  text_rankings, visual_rankings)
@@ -189,6 +190,8 @@ class Kira:
             "documented_change_shares": lambda: documented_change_shares(self.kb, self.config),
             "document_statements_by_doc": lambda: document_statements_by_doc(self.kb),
             "documents_by_row": lambda: documents_by_row(self.kb),
+            "members_by_group": lambda: members_by_group(self.kb),
+            "tags_by_doc": lambda: tags_by_doc(self.kb),
             "fine_levels": lambda: self.kb.level_ids(FINE_LEVELS),
             "concept_banks": lambda: [bank.vectors(self.models.text) for bank in self.concept_banks],
         }
