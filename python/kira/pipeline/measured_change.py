@@ -33,7 +33,6 @@ than `finding_min_documents` other documents stating the finding: nothing is add
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -45,9 +44,6 @@ from kira.pipeline.change import (change_statement, compared_sequence, document_
 from kira.reasoning.template_generator import (MEASURED_PATH, sentences_of, statement_shape, states_change, text_of,
                                               without_values)
 from kira.reasoning.types import EvidenceItem
-
-
-_LIST_SEPARATOR = re.compile(r"\s*,\s*")
 
 
 @dataclass(frozen=True)
@@ -251,11 +247,11 @@ def change_along_finding(kb: Any, question: str, items: Sequence[EvidenceItem],
 
 def change_wording(finding: str, verb: str) -> str:
     """The measured statement: "Compared with the baseline, <finding> has <verb>". A list of findings
-    that has remained unchanged ("clear lungs, normal cardiomediastinal silhouette, no effusion") is no
-    subject for "has" (nor is a negated one), and reads "Both studies show <findings>, with no interval
-    change"."""
+    that has remained unchanged ("clear lungs, normal cardiomediastinal silhouette, no effusion": a
+    comma between clauses) is no subject for "has", and reads "Both studies show <findings>, with no
+    interval change"."""
     lowered = finding[:1].lower() + finding[1:] if finding[1:2].islower() else finding  # "Clear lungs", not "RC"
-    if verb == "remained unchanged" and len(_LIST_SEPARATOR.split(finding)) > 1:
+    if verb == "remained unchanged" and "," in finding:
         return f"Both studies show {lowered}, with no interval change"
     return f"Compared with the baseline, {lowered} has {verb}"
 
