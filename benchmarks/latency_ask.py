@@ -253,6 +253,7 @@ def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
     questions and their expansions, as ask sends them) against an exact FlatIndex under the
     same cap, and the same for in-distribution queries (stored vectors plus small noise)."""
     from kira import _core
+    from kira.pipeline.concepts import ConceptBank
     from kira.pipeline.query import encode_query, expand_query
 
     cfg = kira.config.retrieval
@@ -265,7 +266,7 @@ def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
     asked = []
     for question in questions:
         q = encode_query(kb, kb.models, question, None)
-        asked += [q.text_vector] + [v for _, v, _ in expand_query(kb.models, q, None, kira.concept_banks, cfg)]
+        asked += [q.text_vector] + [v for _, v, _ in expand_query(kb.models, q, None, [ConceptBank('profile', kira.profile.concepts)] if kira.profile.concepts else [], cfg)]
     rng = np.random.default_rng(5)
     near = vectors[rng.choice(len(vectors), len(asked), replace=False)]
     near = near + 0.05 * rng.standard_normal(near.shape).astype(np.float32)

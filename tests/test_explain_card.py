@@ -157,6 +157,6 @@ def test_card_accepts_raw_pipeline_objects() -> None:
     assert card.hops == [{"ids": [4, 2], "confidence": 0.5, "hop": 1}]
     assert card.critic is not None and card.critic["fallback"] is True and card.critic["kept"] == [4]
     assert validate(card.to_dict()) == []
-    assert "kept the most probable" in card.to_text() and "kept the most probable" in card.to_html()
+    assert "kept the retrieval's first item" in card.to_text() and "first item" in card.to_html()
     with pytest.raises(ValueError, match="query_image"):
         RationaleCard("q", card.answer, pack, query_image=np.zeros((4, 4), np.uint8))

@@ -11,7 +11,8 @@ from pipeline_fakes import FakeStack, flat
 from kira.config import KiraConfig, RetrievalConfig
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
-from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_identifiers
+from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_named
+from kira.pipeline.question import NamedDocuments
 from kira.pipeline.query import Fused, Ranking
 
 COLOURS = {"red": (1, 0, 0), "green": (0, 1, 0), "blue": (0, 0, 1), "yellow": (1, 1, 0), "cyan": (0, 1, 1),
@@ -122,6 +123,14 @@ def test_anchor_to_image_filters_and_scales(kb):
     assert out.ids.tolist() == [docs["P002-s0"], docs["P001-s0"]]
     assert out.scores.tolist() == pytest.approx([0.8, 0.7])
     assert out.weight == pytest.approx(0.2)
+
+
+def lead_with_identifiers(kb, fused: Fused, question: str, allow) -> int:
+    """The question analysis and the lead, as the pipeline's fusion stage runs them; `fused` is updated."""
+    named = NamedDocuments().analyze(question, kb, allow).named_chunks
+    led = lead_with_named(fused, named)
+    fused.ids, fused.scores, fused.paths = led.ids, led.scores, led.paths
+    return len(named)
 
 
 def test_lead_with_identifiers_moves_named_chunks_first_and_adds_missing_ones(kb):

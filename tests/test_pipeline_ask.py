@@ -9,7 +9,7 @@ import pytest
 from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
-from kira.pipeline import VARIANTS, ConceptBank, Kira
+from kira.pipeline import VARIANTS, Kira
 
 RED, GREEN, BLUE, YELLOW = (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0)
 
@@ -197,16 +197,16 @@ def test_critic_drops_are_reported(kb):
         result.card.critic["beyond_top_k"])
 
 
-def test_user_concept_bank_feeds_expansion(kb):
-    bank = ConceptBank("walls", ["painted yellow wall", "brick wall"])
-    result = Kira(kb, concept_banks=[bank]).ask("yellow wall", variant="query_expansion")
-    assert "painted yellow wall" in result.card.expansions
-    builtin = Kira(kb, concept_banks=["circuits"]).ask("yellow wall", variant="query_expansion")
-    from kira.pipeline import BUILTIN_CONCEPTS
+def test_profile_concepts_feed_expansion_and_the_empty_profile_adds_none(kb):
+    from kira import DomainProfile
 
-    assert set(builtin.card.expansions) & set(BUILTIN_CONCEPTS["circuits"])
-    with pytest.raises(ValueError, match="unknown built-in concept bank"):
-        Kira(kb, concept_banks=["astrology"])
+    profile = DomainProfile(name="walls", concepts=("painted yellow wall", "brick wall"))
+    result = Kira(kb, profile=profile).ask("yellow wall", variant="query_expansion")
+    assert "painted yellow wall" in result.card.expansions
+    plain = Kira(kb).ask("yellow wall", variant="query_expansion")  # the knowledge base's (empty) profile
+    assert kb.profile.empty
+    assert not set(plain.card.expansions) & set(profile.concepts)
+    assert all(e not in profile.concepts for e in plain.card.expansions)
 
 
 def test_custom_generator_is_used(kb):
@@ -224,7 +224,7 @@ def test_empty_kb_gives_an_honest_empty_result(tmp_path):
         for variant in VARIANTS:
             result = Kira(kb).ask("anything?", image=flat(RED), variant=variant)
             assert len(result.evidence) == 0 and result.answer.citations == ()
-            assert "no evidence" in result.answer.text.lower()
+            assert "knowledge base is empty" in result.answer.text.lower()
             assert result.card.to_text()
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kira.config import GroundingConfig
-from kira.reasoning.calibration_data import critic_pairs
+from kira.eval.calibration_data import critic_pairs
 from kira.reasoning.critic import LMCritic, SimilarityCritic, filter_by_probability
 from kira.reasoning.types import EvidenceItem
 
@@ -54,10 +54,12 @@ def test_filter_drops_the_irrelevant_item(minilm) -> None:
     assert set(decision.probabilities) == {101, 102}
 
 
-def test_all_below_threshold_keeps_the_best_and_says_so(caplog) -> None:
+def test_all_below_threshold_keeps_the_retrievals_first_and_says_so(caplog) -> None:
+    """With nothing judged relevant, the least irrelevant-looking item is no better a guess than the
+    retrieval's own first: that one is kept."""
     items = [_item(1, "a"), _item(2, "b"), _item(3, "c")]
     decision = filter_by_probability(items, [0.02, 0.08, 0.05], 0.1)
-    assert [i.number for i in decision.kept] == [2] and [i.number for i in decision.dropped] == [1, 3]
+    assert [i.number for i in decision.kept] == [1] and [i.number for i in decision.dropped] == [2, 3]
     assert decision.fallback and "no evidence scored" in decision.note
     assert "critic" in caplog.text
     empty = filter_by_probability([], [], 0.1)

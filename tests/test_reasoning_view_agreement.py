@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from report_profile import REPORT_PROFILE
+
+from kira.reasoning.sentences import vocabulary
+
 import pytest
 
 from kira.reasoning.template_generator import TemplateGenerator
@@ -19,7 +23,7 @@ def _film(doc: str, score: float, caption: str, views: str | None = "P007-views"
 
 
 def _answer(question: str, items: list[EvidenceItem]):
-    return TemplateGenerator().generate(question, EvidencePack.from_items(question, items))
+    return TemplateGenerator(profile=REPORT_PROFILE).generate(question, EvidencePack.from_items(question, items))
 
 
 TOGETHER = "Patient P007 had PA and lateral views at the baseline study: what do the two views together show?"

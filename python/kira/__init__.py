@@ -34,6 +34,7 @@ _LAZY = {
     "Kira": "kira.pipeline",
     "Result": "kira.pipeline",
     "VisualRAG": "kira.visual_rag",
+    "DomainProfile": "kira.profile",
 }
 
 __all__ = ["KiraConfig", "__version__", *_CORE_NAMES, *_LAZY]

@@ -62,8 +62,7 @@ def _ask(args: argparse.Namespace) -> Any:
     kb = KnowledgeBase.open(args.kb, models=_stack(args.models), read_only=True)
     try:
         levels = [lvl.strip() for lvl in args.levels.split(",") if lvl.strip()] if args.levels else None
-        banks = [b.strip() for b in args.domains.split(",") if b.strip()] if args.domains else None
-        return Kira(kb, concept_banks=banks).ask(args.question, image=args.image, top_k=args.top_k,
+        return Kira(kb, profile=args.profile).ask(args.question, image=args.image, top_k=args.top_k,
                                                  variant=args.variant, levels=levels)
     finally:
         kb.close()
@@ -156,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--variant", choices=VARIANTS, default="full")
         p.add_argument("--models", help="directory of exported ONNX models")
         p.add_argument("--levels", help="restrict retrieval to chunk levels, e.g. document,region")
-        p.add_argument("--domains", help="concept banks for query expansion, e.g. radiology,circuits (default: all)")
+        p.add_argument("--profile", help="a domain profile file (.toml or .json) to answer with instead of the "
+                                         "knowledge base's own (docs/profiles.md)")
         p.add_argument("--out", help="write the card to this file instead of stdout")
         if name == "ask":
             p.add_argument("--card", choices=("text", "json", "html"), help="print the rationale card in this format")

@@ -65,20 +65,6 @@ class HopConfig:
     confidence: float = 0.85  # stop once a hop's confidence reaches this
     temporal_decay: float = 0.8  # a retrieved member pulls in its sequence at 0.8x
     multiview_decay: float = 0.7  # ... and its multiview set at 0.7x
-    # kira's change-by-analogy reading (kira.pipeline.change; not in the papers):
-    change_by_analogy: bool = True
-    change_min_share: float = 0.5  # a sequence changed if its visual step >= 0.5 x the median recorded change's
-    analogy_min_cosine: float = 0.3  # ... and a recorded change is its analogue only if their steps' cosine >= 0.3
-    # ... and, without an analogue, the change measured along the finding (kira.pipeline.measured_change):
-    change_along_finding: bool = True
-    finding_min_share: float = 0.15  # more / less of the finding when the step covers >= 15% of the way from the average image to the finding's
-    finding_min_documents: int = 3  # the finding's direction needs >= 3 other documents that state it
-    finding_stable_share: float = 0.075  # unchanged when it covers < 7.5% of that way, unless a documented change moves as little
-    # ... and a view read from its image (kira.pipeline.view_reading): one whose record is only bookkeeping,
-    # for what another view of its set states; one that states all its subject states, for what it leaves unstated
-    read_silent_views: bool = True
-    view_neighbours: int = 5  # its 5 nearest documents with a report (that speak to what is read) vote ...
-    view_min_votes: int = 3  # ... and it shows a statement when a majority (>= 3) state it
 
 
 @dataclass(frozen=True)
@@ -161,6 +147,10 @@ class KiraConfig:
 
 RETIRED_FIELDS: dict[tuple[str, str], str] = {
     ("retrieval", "text_overfetch"): "path B's search caps chunks per document itself (kira._core.GroupMap)",
+    **{("hops", name): "another subject's evidence is never read into this subject's answer (kira.reasoning.subject)"
+       for name in ("change_by_analogy", "change_min_share", "analogy_min_cosine", "change_along_finding",
+                    "finding_min_share", "finding_min_documents", "finding_stable_share", "read_silent_views",
+                    "view_neighbours", "view_min_votes")},
 }
 """Fields older knowledge bases may hold in config.json that no longer exist; ignored on load."""
 

@@ -98,7 +98,9 @@ def build_knowledge_base(ds: DomainDataset, path: Path, *, config: KiraConfig, m
     """
     import kira
 
-    kb = kira.KnowledgeBase.create(path, config, models=models)
+    from kira.eval.domainvqa.profiles import load_profile
+
+    kb = kira.KnowledgeBase.create(path, config, models=models, profile=load_profile(ds.name, ds.concept_bank))
     sequence, view = _groups(ds)
     for doc in ds.documents:
         kb.add_image(doc.image, doc_id=doc.doc_id, caption=doc.caption, tags=doc.tags,
@@ -160,14 +162,13 @@ def run_domain(ds: DomainDataset, workdir: Path, *, variants: Sequence[str], con
     """Build the domain's knowledge base, ask every question in every variant, adapt and ask
     again in the last variant with the adapter installed (recorded as ADAPTED), plant claims."""
     import kira
-    from kira.pipeline import ConceptBank
 
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     kb = build_knowledge_base(ds, workdir / ds.name, config=config, models=models)
     seconds["ingest"] = time.perf_counter() - t0
     subject = {lab: tuple(d.doc_id for d in ds.documents if d.label == lab) for lab in ds.labels}
-    engine = kira.Kira(kb, concept_banks=[ConceptBank(ds.name, ds.concept_bank)])
+    engine = kira.Kira(kb)  # answers with the domain's profile, stored with the knowledge base
     records: list[QuestionRecord] = []
     grounding_values: dict[str, list[float]] = {}
     full_results: list[tuple[Question, Any]] = []

@@ -142,6 +142,9 @@ def to_html(card: RationaleCard) -> str:
         parts.append("<i>no claims</i>")
     parts.append(f"</div><h2>Evidence ({len(card.pack.items)})</h2>")
     parts += [_evidence_block(i) for i in card.pack.items] or ["<div class='box'><i>no evidence</i></div>"]
+    if card.pack.similar:
+        parts.append(f"<h2>Similar cases: other subjects, for comparison only ({len(card.pack.similar)})</h2>")
+        parts += [_evidence_block(i) for i in card.pack.similar]
     if card.pack.dropped:
         parts.append(f"<h2>Dropped by the critic ({len(card.pack.dropped)})</h2>")
         parts += [_evidence_block(i, "dropped") for i in card.pack.dropped]

@@ -103,6 +103,14 @@ JSON_SCHEMA: dict[str, Any] = {
         },
         "evidence": {"type": "array", "items": _EVIDENCE_SCHEMA},
         "dropped": {"type": "array", "items": _EVIDENCE_SCHEMA, "description": "removed by the critic"},
+        "similar_cases": {
+            "type": "object",
+            "description": "evidence about other subjects than the one the question names, and what the answer "
+                           "says of it apart (never in the subject's claims)",
+            "required": ["subject", "evidence", "claims"],
+            "properties": {"subject": {"type": "string"}, "evidence": {"type": "array", "items": _EVIDENCE_SCHEMA},
+                           "claims": {"type": "array", "items": _CLAIM_SCHEMA}},
+        },
         "expansions": _STR_LIST,
         "hops": {
             "type": "array",
@@ -223,6 +231,8 @@ def to_dict(card: RationaleCard) -> dict[str, Any]:
         "variant": card.variant,
         "answer": answer_dict(card.answer),
         "evidence": [evidence_dict(i) for i in card.pack.items],
+        "similar_cases": {"subject": card.pack.subject, "evidence": [evidence_dict(i) for i in card.pack.similar],
+                          "claims": [claim_dict(c) for c in card.answer.similar]},
         "dropped": [evidence_dict(i) for i in card.pack.dropped],
         "expansions": [str(e) for e in card.expansions],
         "hops": [_hop_dict(h, n) for n, h in enumerate(card.hops, start=1)],

@@ -54,6 +54,10 @@ def to_text(card: RationaleCard) -> str:
         )
     lines += [_RULE, f"Evidence ({len(card.pack.items)}):"]
     lines += [_evidence_line(i) for i in card.pack.items] or ["  (none)"]
+    if card.pack.similar:
+        lines.append(f"Similar cases: other subjects than {card.pack.subject or 'the one asked about'}, "
+                     f"for comparison only ({len(card.pack.similar)}):")
+        lines += [_evidence_line(i) for i in card.pack.similar]
     if card.pack.dropped:
         lines.append(f"Dropped by the critic ({len(card.pack.dropped)}):")
         lines += [_evidence_line(i) for i in card.pack.dropped]

@@ -6,6 +6,7 @@ A knowledge base is a directory::
     visual.index, text.index     the core's index files (a cache of the database's vectors)
     manifest.json                which database generation the index files match
     config.json                  the KiraConfig it was built with
+    profile.json                 the user's DomainProfile (domain knowledge; empty by default)
     bridge.*                     the fitted text->image bridge (default stack only)
     adapter/                     the domain adapter, when one is set
 
@@ -43,6 +44,7 @@ T = TypeVar("T")
 BRIDGE_REFIT_SHARE = 0.05  # refit the text->image bridge once the captioned documents changed by this share (`bridge`)
 
 CONFIG_FILE = "config.json"
+PROFILE_FILE = "profile.json"  # the user's DomainProfile (kira.profile)
 LOCK_FILE = "writer.lock"
 THUMBNAIL_SIDE = 160
 ENCODE_BATCH = 64  # crops / texts per encoder call
@@ -101,6 +103,7 @@ class KnowledgeBase:
         self.read_only = read_only
         self._lock_fd: int | None = None
         self._adapter: Any = None
+        self._profile: Any = None
         self._caches: dict[str, Any] = {}
         self._adapter_version = store.get_meta("adapter_version", "0")  # what the loaded visual index was projected with
         # derived views kept across commits and updated with what changed ({name: (largest chunk id
@@ -117,6 +120,26 @@ class KnowledgeBase:
         if dims is not None:
             self._open_vectors(dims)
 
+    @property
+    def profile(self) -> Any:
+        """The knowledge base's `kira.DomainProfile` (``profile.json``; the empty profile when none is stored)."""
+        if self._profile is None:
+            from kira.profile import DomainProfile
+
+            file = self.path / PROFILE_FILE
+            self._profile = DomainProfile.load(file) if file.is_file() else DomainProfile()
+        return self._profile
+
+    def set_profile(self, profile: Any) -> None:
+        """Store `profile` (a `kira.DomainProfile`, a mapping or a .toml/.json file; None: empty) with the
+        knowledge base, atomically. It takes effect for the next `Kira` built on this knowledge base."""
+        self._writable()
+        from kira.profile import as_profile
+
+        profile = as_profile(profile)
+        profile.save(self.path / PROFILE_FILE)
+        self._profile = profile
+
     # ---- construction -----------------------------------------------------------------
     @classmethod
     def create(
@@ -128,6 +151,7 @@ class KnowledgeBase:
         index: str = "flat",
         levels: Sequence[str] = LEVELS,
         caption_children: bool = False,
+        profile: Any = None,
     ) -> KnowledgeBase:
         """Create a new, empty knowledge base directory at `path` and open it for writing.
 
@@ -140,10 +164,15 @@ class KnowledgeBase:
         levels: chunk levels to store per image (the document level is always stored).
         caption_children: describe each region/patch crop with the captioner too (one
             sentence-encoder pass per chunk instead of per document: slower ingest).
+        profile: the user's domain knowledge (`kira.DomainProfile`, a mapping, or a .toml /
+            .json file); stored with the knowledge base. None: the empty profile.
 
         Raises ValueError if `path` already holds a knowledge base or a non-empty directory.
         """
         path = Path(path)
+        from kira.profile import as_profile
+
+        profile = as_profile(profile)  # validated before anything is written
         if index not in ("flat", "hnsw"):
             raise ValueError(f"index must be 'flat' or 'hnsw'; got {index!r}")
         bad = set(levels) - set(LEVELS)
@@ -163,6 +192,8 @@ class KnowledgeBase:
         kb.levels = tuple(json.loads(store.get_meta("levels") or "[]"))
         kb.caption_children = caption_children
         write_json_atomic(path / CONFIG_FILE, config.to_dict())
+        profile.save(path / PROFILE_FILE)
+        kb._profile = profile
         return kb
 
     @classmethod

@@ -1,8 +1,12 @@
-"""Stages 2-5 over a knowledge base: `Kira(kb).ask(...) -> Result`, and the ablation `VARIANTS`."""
+"""Stages 2-5 over a knowledge base: `Kira(kb).ask(...) -> Result`, its stages, and the ablation `VARIANTS`."""
 
 from __future__ import annotations
 
-from kira.pipeline.concepts import BUILTIN_CONCEPTS, ConceptBank
-from kira.pipeline.kira import VARIANTS, Kira, Result
+from kira.pipeline.concepts import ConceptBank
+from kira.pipeline.kira import Kira, Result
+from kira.pipeline.question import NamedDocuments, NoAnalysis, QuestionAnalysis
+from kira.pipeline.state import QueryState, Stage, StageContext
+from kira.pipeline.variants import VARIANTS, variant_stages
 
-__all__ = ["BUILTIN_CONCEPTS", "VARIANTS", "ConceptBank", "Kira", "Result"]
+__all__ = ["VARIANTS", "ConceptBank", "Kira", "NamedDocuments", "NoAnalysis", "QueryState", "QuestionAnalysis",
+           "Result", "Stage", "StageContext", "variant_stages"]

@@ -8,12 +8,8 @@
   `anchor_by_specificity`, its weight is scaled by the question's max-idf specificity
   in this knowledge base (`LexicalIndex.specificity`): words no document uses weigh
   nothing, an identifier held by one document weighs fully.
-* `lead_with_identifiers`: a question that names an identifier the knowledge base holds
-  ("patient P017", "design C012", "2021-04-09") is about the documents carrying it:
-  they move to the front of the fused list, in fused order, ahead of everything else.
-  A subject (a document with its compound-group partners) whose named identifiers are
-  a strict subset of another subject's is a coincidence, not the subject: "tile T047
-  acquired on 2019-05-08" names T047, not the other tile that was also flown that day.
+* `lead_with_named`: a question that names documents by identifier (kira.pipeline.question)
+  is about them: they move to the front of the fused list, in fused order.
 * `feedback_ranking`: pseudo-relevance feedback across modalities (average query
   expansion, Chum et al. 2007): the mean visual vector of the top `feedback_documents`
   documents the query is surest about (those named by identifier when the question
@@ -53,48 +49,24 @@ def anchor_to_image(kb: Any, image: Ranking, rankings: Sequence[Ranking], scale:
     return out
 
 
-def lead_with_identifiers(kb: Any, fused: Fused, question: str, allow: np.ndarray | None) -> int:
-    """Move the chunks whose document text holds an identifier of `question` to the front (in place).
-
-    Chunks of a subject whose named identifiers another subject's strictly include stay
-    where they are (see the module doc). Chunks missing from `fused` join with the top
-    score. Returns how many chunks lead.
-    """
-    if not question:
-        return 0
-    postings = kb.lexical().identifier_postings(question, allow=allow)
-    if not postings:
-        return 0
-    matches = _named_subjects(kb, postings)
-    present = np.isin(fused.ids, matches)
-    missing = matches[~np.isin(matches, fused.ids)]
+def lead_with_named(fused: Fused, named: np.ndarray) -> Fused:
+    """A copy of `fused` with the chunks of the documents the question names (`QuestionFacts.named_chunks`)
+    first, in fused order; named chunks missing from `fused` join with the top score. Leading chunks
+    keep their order but score at least every chunk behind them."""
+    if not len(named):
+        return fused
+    present = np.isin(fused.ids, named)
+    missing = named[~np.isin(named, fused.ids)]
     top = float(fused.scores[0]) if len(fused.scores) else 1.0
     lead_ids = np.concatenate([fused.ids[present], missing])
     lead_scores = np.concatenate([fused.scores[present], np.full(len(missing), top, np.float32)])
-    # Leading chunks keep their order but score at least every chunk behind them.
     floor = float(fused.scores[~present].max()) if (~present).any() else 0.0
     lead_scores = np.maximum(lead_scores, floor).astype(np.float32)
-    fused.ids = np.concatenate([lead_ids, fused.ids[~present]])
-    fused.scores = np.concatenate([lead_scores, fused.scores[~present]]).astype(np.float32)
+    paths = {cid: list(p) for cid, p in fused.paths.items()}
     for cid in lead_ids.tolist():
-        fused.paths.setdefault(int(cid), []).append("identifier")
-    return int(len(lead_ids))
-
-
-def _named_subjects(kb: Any, postings: dict[str, np.ndarray]) -> np.ndarray:
-    """The matched chunk ids whose subject's named identifiers no other subject's strictly include."""
-    chunks = np.unique(np.concatenate(list(postings.values())))
-    doc_of = dict(zip(chunks.tolist(), kb.document_chunk_of(chunks).tolist()))
-    held: dict[int, set[str]] = {}  # document chunk (or the chunk itself, outside any document) -> terms
-    for term, ids in postings.items():
-        for cid in ids.tolist():
-            held.setdefault(doc_of[cid] if doc_of[cid] >= 0 else cid, set()).add(term)
-    partners = kb.group_partners()
-    subject = {d: frozenset(terms.union(*(held.get(p, ()) for p in partners.get(d, ())))) for d, terms in held.items()}
-    distinct = set(subject.values())
-    named = {d for d, terms in subject.items() if not any(terms < other for other in distinct)}
-    keep = [cid for cid in chunks.tolist() if (doc_of[cid] if doc_of[cid] >= 0 else cid) in named]
-    return np.asarray(keep, dtype=np.int64)
+        paths.setdefault(int(cid), []).append("identifier")
+    return Fused(np.concatenate([lead_ids, fused.ids[~present]]),
+                 np.concatenate([lead_scores, fused.scores[~present]]).astype(np.float32), paths, dict(fused.cosine))
 
 
 def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.ndarray | None,

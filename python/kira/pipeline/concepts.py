@@ -1,9 +1,9 @@
-"""Per-domain concept banks for query expansion (KIRA stage 2).
+"""Concept banks for query expansion (KIRA stage 2).
 
-A concept bank is a list of short domain phrases. At query time every concept is scored
+A concept bank is a list of short domain phrases: the user's, from their domain profile
+(`DomainProfile.concepts`); kira ships none. At query time every concept is scored
 against the question (cosine of sentence embeddings) and the best few become extra
-text queries. Built-in banks cover the paper's four domains; users pass their own with
-`ConceptBank(name, concepts)`.
+text queries.
 """
 
 from __future__ import annotations
@@ -12,31 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-
-BUILTIN_CONCEPTS: dict[str, tuple[str, ...]] = {
-    "radiology": (
-        "pneumonia consolidation in the lung", "pleural effusion", "pneumothorax", "cardiomegaly enlarged heart",
-        "pulmonary nodule", "rib fracture", "normal chest x-ray", "lung opacity", "atelectasis",
-        "CT scan axial slice", "MRI brain scan", "bone fracture on x-ray", "retina fundus photograph",
-        "posteroanterior chest radiograph", "lateral view radiograph", "follow-up study over time",
-    ),
-    "circuits": (
-        "resistor", "capacitor", "inductor", "operational amplifier", "voltage divider", "RC low-pass filter",
-        "high-pass filter", "transistor amplifier", "diode rectifier", "battery voltage source", "ground symbol",
-        "series circuit", "parallel circuit", "LED with current-limiting resistor", "circuit schematic diagram",
-    ),
-    "remote_sensing": (
-        "satellite image of farmland", "urban area with buildings", "forest cover", "river or lake water body",
-        "road network", "deforestation", "flooded area", "desert terrain", "coastline", "crop fields",
-        "cloud cover", "land use change over time", "aerial photograph",
-    ),
-    "histopathology": (
-        "tumour cells", "normal tissue", "inflammation with immune cells", "necrosis", "mitotic figures",
-        "immunohistochemistry staining", "H&E stained tissue section", "gland structure", "stroma",
-        "nuclei stained blue", "brown DAB stain positive cells", "microscopy slide", "carcinoma",
-    ),
-}
-
 
 @dataclass
 class ConceptBank:
@@ -56,11 +31,6 @@ class ConceptBank:
         if key not in self._cache:
             self._cache[key] = np.asarray(encoder.encode(list(self.concepts)), dtype=np.float32)
         return self._cache[key]
-
-
-def builtin_banks() -> list[ConceptBank]:
-    """One `ConceptBank` per built-in domain."""
-    return [ConceptBank(name, concepts) for name, concepts in BUILTIN_CONCEPTS.items()]
 
 
 def top_concepts(

@@ -57,8 +57,10 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
-def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None) -> QueryVectors:
-    """Embed the question and image into the spaces the indexes hold (see module doc)."""
+def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None, *,
+                 prompt: str | None = None) -> QueryVectors:
+    """Embed the question and image into the spaces the indexes hold (see module doc); `prompt` is the
+    profile's captioner prompt, for describing an image asked about without a question."""
     out = QueryVectors(question=question)
     notes: list[str] = []
     if image is not None:
@@ -80,7 +82,7 @@ def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None) -
             else:
                 notes.append("no text->image encoder and fewer than 2 captioned images: path A uses the image only")
     elif image is not None and getattr(stack, "captioner", None) is not None:
-        caption = stack.captioner.caption(image)
+        caption = stack.captioner.caption(image, prompt) if prompt else stack.captioner.caption(image)
         if caption:
             out.text_vector = _unit(np.asarray(stack.text.encode([caption]), dtype=np.float32)[0])
             out.text_query = caption

@@ -21,10 +21,14 @@ Two critics share one filtering rule (`filter_by_probability`):
   P(Yes) = softmax over the two; otherwise it reads the completion: "yes" -> 0.9,
   "no" -> 0.05, anything else -> 0.5 (an unclear answer never drops evidence).
 
-What happens when everything falls at or below the threshold: the critic keeps the
-single most probable item, sets ``fallback=True`` and says so in ``note`` (and logs a
-warning), so the generator still sees the best evidence and the card shows that the
-critic found nothing relevant. An empty question (an image-only query) skips the
+What happens when everything falls at or below the threshold: the critic keeps the first
+item (the retrieval's best: with nothing judged relevant, the retrieval's own order is the
+better guess than the least irrelevant-looking item), sets ``fallback=True`` and says so in
+``note`` (and logs a warning), so the card shows that the critic found nothing relevant.
+
+Calibration belongs to a text encoder: `SimilarityCritic.calibrated` is True only when its
+encoder is the one its constants were fitted on (`CALIBRATED_ENCODER`); the pipeline's
+critic stage never drops the top fused result with an uncalibrated critic. An empty question (an image-only query) skips the
 critic: everything is kept with P = 1 and a note.
 """
 
@@ -68,13 +72,12 @@ def filter_by_probability(
     dropped = [item for item, p in zip(items, probs) if p <= threshold]
     fallback, note = False, ""
     if items and not kept:
-        best = max(range(len(items)), key=lambda i: (probs[i], -i))
-        kept = [items[best]]
-        dropped = [item for i, item in enumerate(items) if i != best]
+        kept = [items[0]]
+        dropped = items[1:]
         fallback = True
         note = (
-            f"no evidence scored P(relevant) > {threshold:g} (best {probs[best]:.3f}); "
-            f"kept the most probable item, chunk {items[best].chunk_id}"
+            f"no evidence scored P(relevant) > {threshold:g} (best {max(probs):.3f}); "
+            f"kept the retrieval's first item, chunk {items[0].chunk_id}"
         )
         log.warning("critic: %s", note)
     return CriticDecision(
@@ -88,6 +91,10 @@ def _skip(items: Sequence[EvidenceItem], threshold: float) -> CriticDecision:
         kept=tuple(items), dropped=(), probabilities={i.chunk_id: 1.0 for i in items}, threshold=float(threshold),
         note="no question text (image-only query): critic skipped, all evidence kept",
     )
+
+
+CALIBRATED_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+"""The text encoder the SimilarityCritic's default constants were fitted on."""
 
 
 class SimilarityCritic:
@@ -115,6 +122,11 @@ class SimilarityCritic:
         self.midpoint = float(c.critic_midpoint if midpoint is None else midpoint)
         self.overlap_weight = float(c.critic_overlap_weight if overlap_weight is None else overlap_weight)
         self._cache: dict[str, np.ndarray] = {}
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether the logistic's constants were fitted for this critic's text encoder (`CALIBRATED_ENCODER`)."""
+        return getattr(getattr(self.encoder, "config", None), "name", None) == CALIBRATED_ENCODER
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         # Summaries recur across questions: cache their vectors (bounded; cleared when full).

@@ -1,40 +1,27 @@
 """Agreement on where a finding sits, across every claim of one answer.
 
-A document's side is a property of the document, not of one of its sentences: a
-radiograph whose findings read "blunting of the left costophrenic angle" and whose
-impression reads "left pleural effusion" places one finding on one side. Each claim is
-first worded by its own sources (kira.reasoning.template_generator keeps a word more
-than 70% of them state), so a claim that only a few documents state could keep a side
-the wider evidence disputes: the findings sentence, stated by seven documents that split
-four to three, drops its side, while the impression, stated by two of the three, keeps
-theirs. The answer then says less in one claim than it contradicts in the next.
+A document's place words are a property of the document, not of one of its sentences: a
+document whose first sentence places a finding on one side and whose summary names that
+side places one finding once. Each claim is first worded by its own sources (the template
+generator keeps a word more than 70% of them state), so a claim that only a few documents
+state could keep a place the wider evidence disputes; the answer would then say less in
+one claim than it contradicts in the next.
 
 `disputed_positions` takes every wording of every chosen claim, by witness (a document,
-or one compound document), and returns the position words that the witnesses stating
-a position on that axis (left/right, upper/lower, ...) do not agree on: a word is
-disputed when the witnesses using it hold no more than `share` of the weight of those
-that place the finding on that axis at all. A witness that uses both words of one axis
-("left lower zone ... right lung clear") places nothing on it and abstains. The
-generator leaves disputed words out of every claim, so the answer's claims place the
-finding where the evidence as a whole agrees it is, or do not place it.
+or one compound document), and returns the position words that the witnesses placing the
+finding on that axis do not agree on: a word is disputed when the witnesses using it hold
+no more than `share` of the weight of those that place the finding on that axis at all. A
+witness that uses two words of one axis places nothing on it and abstains. The axes are
+the user's (`DomainProfile.position_axes`, stemmed); with none, nothing is disputed.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
-
-POSITION_AXES: tuple[frozenset[str], ...] = (
-    frozenset({"left", "right"}),
-    frozenset({"upper", "lower"}),
-    frozenset({"anterior", "posterior"}),
-    frozenset({"north", "south"}),
-    frozenset({"east", "west"}),
-)
-"""Pairs of position stems that exclude each other: a finding at one is not at the other."""
-
+from typing import Iterable, Mapping, Sequence
 
 def disputed_positions(
-    wordings: Iterable[tuple[str, frozenset[str]]], weights: Mapping[str, float], share: float
+    wordings: Iterable[tuple[str, frozenset[str]]], weights: Mapping[str, float], share: float,
+    axes: Sequence[frozenset[str]] = (),
 ) -> dict[str, tuple[float, float]]:
     """{position stem: (weight of the witnesses using it, weight of those placing the finding on its axis)}
     for every position stem the witnesses do not agree on.
@@ -42,16 +29,17 @@ def disputed_positions(
     Parameters: `wordings` (witness, stems of one of its sentences stating a chosen claim);
     `weights` each witness's weight (a witness missing from it weighs 0; when none of
     the witnesses on an axis weighs anything they count equally); `share` the share above
-    which a word is agreed (the generator's CONSENSUS_SHARE).
+    which a word is agreed (the generator's CONSENSUS_SHARE); `axes` the sets of position stems that
+    exclude each other.
     Raises ValueError for a `share` outside [0, 1).
     """
     if not 0.0 <= share < 1.0:
         raise ValueError(f"share must be in [0, 1); got {share}")
     placed: dict[str, set[str]] = {}
     for witness, stems in wordings:
-        placed.setdefault(witness, set()).update(s for axis in POSITION_AXES for s in stems & axis)
+        placed.setdefault(witness, set()).update(s for axis in axes for s in stems & axis)
     out: dict[str, tuple[float, float]] = {}
-    for axis in POSITION_AXES:
+    for axis in axes:
         votes = {w: next(iter(p & axis)) for w, p in placed.items() if len(p & axis) == 1}
         if not votes:
             continue

@@ -107,18 +107,25 @@ class EvidencePack:
 
     ``items`` are numbered (>= 1); numbers must be unique (they need not be contiguous, but
     `from_items` numbers them 1..N). ``dropped`` holds items the critic removed; they are
-    shown on the rationale card and are never citable.
+    shown on the rationale card and are never citable. When the question names a subject
+    (what a compound document groups: one patient, one design, one site), ``items`` are that
+    subject's evidence and ``similar`` the evidence about other subjects, numbered after
+    ``items``: it may be cited only by the answer's similar-case claims (`Answer.similar`),
+    never by a claim about the subject (kira.reasoning.subject). ``subject`` names it.
     """
 
     question: str
     items: tuple[EvidenceItem, ...] = ()
     dropped: tuple[EvidenceItem, ...] = ()
+    similar: tuple[EvidenceItem, ...] = ()
+    subject: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "question", "" if self.question is None else str(self.question))
         object.__setattr__(self, "items", tuple(self.items))
         object.__setattr__(self, "dropped", tuple(self.dropped))
-        numbers = [item.number for item in self.items]
+        object.__setattr__(self, "similar", tuple(self.similar))
+        numbers = [item.number for item in (*self.items, *self.similar)]
         if any(n < 1 for n in numbers):
             raise ValueError(f"EvidencePack items must be numbered from 1 (use EvidencePack.from_items); got {numbers}")
         if len(set(numbers)) != len(numbers):
@@ -126,14 +133,20 @@ class EvidencePack:
 
     @classmethod
     def from_items(
-        cls, question: str | None, items: Sequence[EvidenceItem], dropped: Sequence[EvidenceItem] = ()
+        cls, question: str | None, items: Sequence[EvidenceItem], dropped: Sequence[EvidenceItem] = (),
+        *, similar: Sequence[EvidenceItem] = (), subject: str = "",
     ) -> EvidencePack:
-        """A pack whose items are renumbered 1..N in the given order (best first).
-
-        Dropped items keep whatever numbers they had; they cannot be cited.
+        """A pack whose items are renumbered 1..N in the given order (best first), then the similar
+        cases N+1..M. Dropped items keep whatever numbers they had; they cannot be cited.
         """
         numbered = tuple(dataclasses.replace(item, number=i) for i, item in enumerate(items, start=1))
-        return cls(question="" if question is None else question, items=numbered, dropped=tuple(dropped))
+        others = tuple(dataclasses.replace(item, number=i) for i, item in enumerate(similar, start=len(numbered) + 1))
+        return cls(question="" if question is None else question, items=numbered, dropped=tuple(dropped),
+                   similar=others, subject=subject)
+
+    def similar_pack(self) -> EvidencePack:
+        """The similar cases as a pack of their own (their numbers kept), for a generator to word apart."""
+        return EvidencePack(self.question, items=self.similar)
 
     @property
     def numbers(self) -> tuple[int, ...]:
@@ -200,7 +213,8 @@ class Answer:
 
     ``text`` is the answer shown to the user, with ``[Evidence N]`` markers inline;
     ``reasoning`` is the explicit trace written before it (ReAG), one step per entry;
-    ``claims`` are the answer's sentences with their citations. ``grounding`` is the
+    ``claims`` are the answer's sentences with their citations; ``similar`` the sentences about
+    similar cases (other subjects than the one asked about), shown apart. ``grounding`` is the
     mean claim grounding once verified (None before; None too for an answer with no
     claims). ``generator`` names what produced it.
     """
@@ -210,15 +224,17 @@ class Answer:
     claims: tuple[Claim, ...] = ()
     grounding: float | None = None
     generator: str = ""
+    similar: tuple[Claim, ...] = ()  # what similar cases (other subjects) show, labelled apart in `text`
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "reasoning", tuple(str(r) for r in self.reasoning))
         object.__setattr__(self, "claims", tuple(self.claims))
+        object.__setattr__(self, "similar", tuple(self.similar))
 
     @property
     def citations(self) -> tuple[int, ...]:
-        """Sorted unique evidence numbers cited by any claim."""
-        return tuple(sorted({n for claim in self.claims for n in claim.citations}))
+        """Sorted unique evidence numbers cited by any claim (about the subject or a similar case)."""
+        return tuple(sorted({n for claim in (*self.claims, *self.similar) for n in claim.citations}))
 
     @property
     def plain_text(self) -> str:

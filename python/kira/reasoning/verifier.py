@@ -27,7 +27,7 @@ the 95th percentile), and such claims share generic words ("chest", "x-ray",
 Rescaling each signal from its empirical unrelated-pair level to [0, 1] (sim_floor 0.5
 for the cosine, attn_floor 0.15 for the alignment) keeps the formula and threshold and
 makes them separate: on the planted-claim test in tests/test_reasoning_verifier.py
-(kira.reasoning.calibration_data: four domains, 60 supported claims, 289 unsupported
+(kira.eval.calibration_data: four domains, 60 supported claims, 289 unsupported
 ones about other findings, made-up facts, other domains, or citing the wrong item) it
 flags 95.5% of unsupported and 0% of supported claims (the raw formula: 72.3% and 0%).
 Soft alignment by MiniLM word-embedding cosine was tried and dropped: unmatched words

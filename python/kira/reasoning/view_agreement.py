@@ -9,8 +9,7 @@ document of that set states other content instead, the claim is worded as theirs
 ("Both views (PA and lateral) show ..."). The views are named by the question's own words
 that tell their bookkeeping apart ("PA chest radiograph, ..." / "lateral chest
 radiograph, ..."); a view whose text states nothing but bookkeeping cannot be compared and
-is not counted as agreeing, unless the pipeline read its image (kira.pipeline.view_reading):
-then its text (template_generator.text_of) ends with what was read, and it counts.
+is not counted as agreeing.
 """
 
 from __future__ import annotations

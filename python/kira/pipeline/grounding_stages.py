@@ -1,0 +1,170 @@
+"""Stage 4 as stage objects: select evidence, critic, subject, generate, verify.
+
+* `SelectEvidence`: the fused list -> evidence items (at most `max_per_document` chunks of
+  one document), `per_result` x top_k candidates when a critic follows.
+* `Critic`: ReAG's critic keeps P(relevant) > 0.1; documents the question names are kept;
+  an uncalibrated critic never drops the top fused result.
+* `Subject`: when the question names a subject (its documents and their compound
+  partners), the pack holds that subject's items, and every other item only as a similar
+  case (kira.reasoning.subject).
+* `Generate`: the generator over the subject's items, and apart over the similar cases;
+  the subject invariant is enforced on what it wrote.
+* `Verify`: the grounding verifier scores every claim against the evidence it may cite.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kira.pipeline.evidence import build_items
+from kira.pipeline.query import Fused
+from kira.pipeline.state import QueryState, StageContext
+from kira.reasoning.subject import enforce_subject
+from kira.reasoning.types import Answer, EvidencePack
+
+
+@dataclass(frozen=True)
+class SelectEvidence:
+    """The best fused chunks as evidence items: top_k, or per_result x top_k when a critic follows."""
+
+    per_result: int = 1
+    name: str = "evidence"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        n = self.per_result * state.top_k
+        chosen, rows = diverse(ctx.kb, state.fused, ctx.max_per_document, n)
+        items = build_items(ctx.kb, [c for c, _ in chosen], [s for _, s in chosen], state.fused.paths,
+                            state.fused.cosine, rows=rows)
+        return state.evolve(candidates=tuple(items), kept=tuple(items[: state.top_k]))
+
+
+class Critic:
+    """ReAG's critic over the candidates (module docstring); the card gets its decision."""
+
+    name = "critic"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        items = state.candidates
+        query = critic_query(ctx, state.question, state.pixels)
+        decision = ctx.critic.filter(query, items, ctx.config.grounding.critic_threshold)
+        protected = {i.chunk_id for i in decision.dropped if "identifier" in (i.paths or ())}
+        notes = []
+        if protected:
+            notes.append(f"{len(protected)} items named by identifier kept")
+        if items and getattr(ctx.critic, "calibrated", True) is False and items[0] in decision.dropped:
+            protected.add(items[0].chunk_id)
+            notes.append("the critic is not calibrated for this text encoder: the top fused result is kept")
+        if protected:
+            kept_ids = {i.chunk_id for i in decision.kept} | protected
+            note = "; ".join(([decision.note] if decision.note else []) + notes)
+            decision = dataclasses.replace(decision, kept=tuple(i for i in items if i.chunk_id in kept_ids),
+                                           dropped=tuple(i for i in items if i.chunk_id not in kept_ids), note=note)
+        from kira.explain.card import critic_summary
+
+        summary = critic_summary(decision)
+        kept = decision.kept[: state.top_k]
+        summary["kept"] = [item.chunk_id for item in kept]
+        summary["beyond_top_k"] = len(decision.kept) - len(kept)
+        summary["candidates"] = len(items)
+        return state.evolve(kept=tuple(kept), dropped=tuple(decision.dropped), critic=summary)
+
+
+class Subject:
+    """Splits the kept evidence into the named subject's items and similar cases (module docstring)."""
+
+    name = "subject"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        subject = subject_documents(ctx.kb, state.facts.named_chunks)
+        if not subject:
+            pack = EvidencePack.from_items(state.question, state.kept, state.dropped)
+            return state.evolve(pack=pack)
+        own = [i for i in state.kept if i.doc_id in subject]
+        others = [i for i in state.kept if i.doc_id not in subject]
+        if not own:  # nothing of the subject reached the evidence: the rest is not about it either
+            own, others = [], list(state.kept)
+        label = ", ".join(sorted(state.facts.named_terms))
+        pack = EvidencePack.from_items(state.question, own, state.dropped, similar=others, subject=label)
+        return state.evolve(pack=pack, trace={"subject": {"named": label, "documents": sorted(subject)[:20],
+                                                          "similar_cases": len(others)}})
+
+
+class Generate:
+    """The generator over the subject's evidence, and apart over the similar cases; the subject invariant
+    is enforced on the result (kira.reasoning.subject)."""
+
+    name = "generate"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        pack = state.pack if state.pack is not None else EvidencePack.from_items(state.question, state.kept)
+        answer = ctx.generator.generate(state.question, pack)
+        similar = ctx.generator.generate(state.question, pack.similar_pack()) if pack.similar else None
+        return state.evolve(pack=pack, answer=enforce_subject(answer, pack, similar))
+
+
+class Verify:
+    """The grounding verifier over every claim: the subject's against its items, similar cases against theirs."""
+
+    name = "verify"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        answer, pack = state.answer, state.pack
+        if answer is None or pack is None:
+            return state
+        verified = ctx.verifier.verify(dataclasses.replace(answer, similar=()), pack)
+        if answer.similar:
+            others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack())
+            verified = dataclasses.replace(verified, similar=others.claims, text=answer.text)
+        return state.evolve(answer=verified)
+
+
+def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) -> str:
+    """What the critic judges relevance against: the question, plus the query image's description
+    (ReAG's critic sees the image and the question; a text critic sees the image through the captioner)."""
+    captioner = getattr(ctx.models, "captioner", None)
+    if pixels is None or not question or captioner is None:
+        return question
+    prompt = ctx.profile.captioner_prompt
+    description = captioner.caption(pixels, prompt) if prompt else captioner.caption(pixels)
+    return f"{question} {description}".strip() if description else question
+
+
+def subject_documents(kb: Any, named_chunks: np.ndarray) -> frozenset[str]:
+    """The documents of the subject(s) `named_chunks` name: their documents and every document of their
+    compound groups (kira.knowledge_base: what temporal sequences and multiview sets group)."""
+    if not len(named_chunks):
+        return frozenset()
+    rows = kb.store.chunks(named_chunks.tolist())
+    docs = {row.doc_id for row in rows.values()}
+    compound = kb.compound_of()
+    keys = {compound[d] for d in docs if d in compound}
+    if keys:
+        docs |= {d for d, key in compound.items() if key in keys}
+    return frozenset(docs)
+
+
+def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int, float]], dict[int, Any]]:
+    """The best `n` fused (chunk id, score) with at most `per_doc` from any one document, and the rows read."""
+    if not len(fused.ids):
+        return [], {}
+    head = fused.ids[: max(n * 4, 50)].tolist()
+    rows = kb.store.chunks(head)
+    counts: dict[str, int] = {}
+    out: list[tuple[int, float]] = []
+    for cid, score in zip(head, fused.scores[: len(head)].tolist()):
+        row = rows.get(cid)
+        if row is None or counts.get(row.doc_id, 0) >= per_doc:
+            continue
+        counts[row.doc_id] = counts.get(row.doc_id, 0) + 1
+        out.append((cid, score))
+        if len(out) >= n:
+            break
+    return out, rows
+
+
+__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse",
+           "subject_documents"]

@@ -1,0 +1,63 @@
+"""Question analysis: what several stages need to know about a question, as one seam.
+
+The fusion stage leads with the documents the question names, the critic keeps them, and
+the subject stage answers about them alone. `QuestionAnalysis` finds those once per ask.
+
+* `NamedDocuments` (the default): a question naming an identifier the knowledge base holds
+  (letters and digits mixed, or an ISO date: `kira.knowledge_base.lexical.is_identifier`)
+  names the documents carrying it. A subject (a document with its compound-group partners)
+  whose named identifiers are a strict subset of another subject's is a coincidence, not
+  the subject: "site S047 on 2019-05-08" names S047, not another site flown that day.
+* `NoAnalysis`: names nothing (every stage then treats the question as plain text).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from kira.pipeline.state import QuestionFacts
+
+
+@runtime_checkable
+class QuestionAnalysis(Protocol):
+    """question + knowledge base -> `QuestionFacts`."""
+
+    def analyze(self, question: str, kb: Any, allow: np.ndarray | None) -> QuestionFacts:
+        ...
+
+
+class NoAnalysis:
+    """Finds nothing: no document is named."""
+
+    def analyze(self, question: str, kb: Any, allow: np.ndarray | None) -> QuestionFacts:
+        return QuestionFacts()
+
+
+class NamedDocuments:
+    """The documents a question names by identifier (module docstring)."""
+
+    def analyze(self, question: str, kb: Any, allow: np.ndarray | None) -> QuestionFacts:
+        if not question:
+            return QuestionFacts()
+        postings = kb.lexical().identifier_postings(question, allow=allow)
+        if not postings:
+            return QuestionFacts()
+        return QuestionFacts(named_chunks=_named_subjects(kb, postings), named_terms=tuple(sorted(postings)))
+
+
+def _named_subjects(kb: Any, postings: dict[str, np.ndarray]) -> np.ndarray:
+    """The matched chunk ids whose subject's named identifiers no other subject's strictly include."""
+    chunks = np.unique(np.concatenate(list(postings.values())))
+    doc_of = dict(zip(chunks.tolist(), kb.document_chunk_of(chunks).tolist()))
+    held: dict[int, set[str]] = {}  # document chunk (or the chunk itself, outside any document) -> terms
+    for term, ids in postings.items():
+        for cid in ids.tolist():
+            held.setdefault(doc_of[cid] if doc_of[cid] >= 0 else cid, set()).add(term)
+    partners = kb.group_partners()
+    subject = {d: frozenset(terms.union(*(held.get(p, ()) for p in partners.get(d, ())))) for d, terms in held.items()}
+    distinct = set(subject.values())
+    named = {d for d, terms in subject.items() if not any(terms < other for other in distinct)}
+    keep = [cid for cid in chunks.tolist() if (doc_of[cid] if doc_of[cid] >= 0 else cid) in named]
+    return np.asarray(keep, dtype=np.int64)

@@ -1,0 +1,188 @@
+"""Stages 2 and 3 as stage objects: encode, search both paths, expand, fuse, feed back, hop, expand compounds.
+
+Each stage wraps one function of kira.pipeline.query / anchoring / fine / hops and returns
+a new `QueryState`. Which stages run, and in which order, is the variant's stage list
+(kira.pipeline.variants).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_named
+from kira.pipeline.concepts import ConceptBank
+from kira.pipeline.fine import choose_region, fine_ranking
+from kira.pipeline.hops import expand_groups, residual_hop_rankings
+from kira.pipeline.query import (Fused, encode_query, expand_query, fuse, lexical_rankings, rerank, text_rankings,
+                                 visual_rankings)
+from kira.pipeline.state import QueryState, StageContext
+
+
+class EncodeQuery:
+    """The question and image into the indexes' spaces (`QueryVectors`), and the question analysis."""
+
+    name = "encode"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        q = encode_query(ctx.kb, ctx.models, state.question, state.pixels, prompt=ctx.profile.captioner_prompt or None)
+        facts = ctx.analysis.analyze(state.question, ctx.kb, state.allow)
+        return state.evolve(query=q, facts=facts, trace={"notes": list(q.notes)})
+
+
+@dataclass(frozen=True)
+class VisualSearch:
+    """Path A: the image and the question in image space against the visual index.
+
+    image_only: with a query image, search with the image alone (the paper's visual-only baseline).
+    """
+
+    image_only: bool = False
+    name: str = "visual_search"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        visual = visual_rankings(ctx.kb, state.query, ctx.config.retrieval, state.allow)
+        if self.image_only and state.pixels is not None:
+            visual = visual[:1]
+        return state.evolve(rankings=state.rankings + tuple(visual))
+
+
+class ExpandQuery:
+    """Query expansion: the captioner's hypotheses and the profile's concept bank, scored against the question."""
+
+    name = "expansion"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        banks = [ConceptBank(ctx.profile.name or "profile", ctx.profile.concepts)] if ctx.profile.concepts else []
+        expansions = expand_query(ctx.models, state.query, state.pixels, banks, ctx.config.retrieval)
+        return state.evolve(expansions=tuple(expansions),
+                            trace={"expansions": [(t, round(s, 4)) for t, _, s in expansions]})
+
+
+class TextSearch:
+    """Path B: the question and expansions against the description index, and BM25 over document texts.
+
+    With a query image the question's rankings re-rank inside the image's nearest documents, at a
+    weight x the question's specificity (kira.pipeline.anchoring.anchor_to_image).
+    """
+
+    name = "text_search"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        kb, cfg, q = ctx.kb, ctx.config.retrieval, state.query
+        visual = [r for r in state.rankings if r.path == "visual"]
+        image_ranking = visual[0] if state.pixels is not None and visual else None
+        from_question = visual[1:] if image_ranking is not None else []
+        from_question += text_rankings(kb, q, state.expansions, cfg, state.allow)
+        from_question += lexical_rankings(kb, q, cfg, state.allow)
+        trace = {}
+        if image_ranking is not None:
+            specificity = kb.lexical().specificity(state.question or q.text_query)
+            trace["question_specificity"] = round(specificity, 4)
+            scale = specificity if cfg.anchor_by_specificity else 1.0
+            from_question = anchor_to_image(kb, image_ranking, from_question, scale, cfg)
+            rankings = (image_ranking, *from_question)
+        else:
+            rankings = (*state.rankings, *from_question)
+        return state.evolve(rankings=tuple(rankings), trace=trace)
+
+
+class FineGrained:
+    """ReAG coarse + fine: the query crop matching the question re-ranks the regions of the image's
+    nearest documents (kira.pipeline.fine). Needs a query image; otherwise passes."""
+
+    name = "fine"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        if state.pixels is None or not ctx.config.retrieval.fine_grained or not state.rankings:
+            return state
+        crop = choose_region(ctx.kb, ctx.models, state.pixels, state.query, ctx.config)
+        if crop is None:
+            return state
+        ranking = fine_ranking(ctx.kb, crop, ctx.config, state.allow)
+        anchored = anchor_to_image(ctx.kb, state.rankings[0], [ranking], 1.0, ctx.config.retrieval)
+        return state.evolve(rankings=state.rankings + tuple(anchored), trace={"fine_box": crop.box})
+
+
+@dataclass(frozen=True)
+class Fuse:
+    """Weighted RRF over every ranking so far; with lead_named, documents the question names lead."""
+
+    lead_named: bool = True
+    name: str = "fusion"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        fused = fuse(state.rankings, ctx.config.retrieval)
+        if self.lead_named:
+            fused = lead_with_named(fused, state.facts.named_chunks)
+        return state.evolve(fused=fused)
+
+
+class Feedback:
+    """Pseudo-relevance feedback for text queries: the mean of the surest documents re-queries path A,
+    and the rankings are fused again. An image query is already a visual query: it passes."""
+
+    name = "feedback"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        if state.pixels is not None:
+            return state
+        lexical = next((r for r in state.rankings if r.path == "lexical"), None)
+        ranking = feedback_ranking(ctx.kb, state.fused, ctx.config.retrieval, state.allow, lexical)
+        if ranking is None:
+            return state
+        return state.evolve(rankings=state.rankings + (ranking,))
+
+
+class ResidualHops:
+    """Residual multi-hop retrieval (core) from the best visual query there is: the image, the feedback
+    mean, or the question in image space."""
+
+    name = "hops"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        q = state.query
+        feedback = next((r.vector for r in state.rankings if r.path == "feedback"), None)
+        start = next((v for v in (q.image_vector, feedback, q.text_in_image) if v is not None), None)
+        if start is None:
+            return state
+        hops = residual_hop_rankings(ctx.kb, start, ctx.config, state.allow)
+        return state.evolve(rankings=state.rankings + tuple(hops.rankings), hops=tuple(hops.hops),
+                            stop_reason=hops.stop_reason)
+
+
+class CompoundExpansion:
+    """Compound documents (core): a retrieved member of a temporal sequence or multiview set pulls in the
+    rest at 0.8x / 0.7x its score."""
+
+    name = "compound"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        fused = _copy(state.fused)
+        added = expand_groups(ctx.kb, fused, ctx.config)
+        return state.evolve(fused=fused, trace={"compound_added": added})
+
+
+class Rerank:
+    """The cross-encoder re-rank (0.4 x fused + 0.6 x cross-encoder) when the stack has one."""
+
+    name = "rerank"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        if getattr(ctx.models, "reranker", None) is None or not state.question or state.empty:
+            return state
+        n = ctx.config.retrieval.rerank_candidates_per_result * state.top_k
+        fused = _copy(state.fused)
+        head = fused.ids[:n]
+        desc = {cid: row.description for cid, row in ctx.kb.store.chunks(head).items()}
+        ran = rerank(ctx.models, state.question, fused, desc, ctx.config.retrieval, len(head))
+        return state.evolve(fused=fused, trace={"reranked": ran})
+
+
+def _copy(fused: Fused) -> Fused:
+    """A deep copy of `fused`, for the helpers that change one in place."""
+    return Fused(fused.ids.copy(), fused.scores.copy(), {k: list(v) for k, v in fused.paths.items()},
+                 dict(fused.cosine))
+
+
+__all__ = ["CompoundExpansion", "EncodeQuery", "ExpandQuery", "Feedback", "FineGrained", "Fuse", "Rerank",
+           "ResidualHops", "TextSearch", "VisualSearch"]
