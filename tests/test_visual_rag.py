@@ -26,9 +26,12 @@ def test_text_query_reference_usage(rag):
     assert out.results[0].image_id == "img_cat"
     assert len(out.results) <= 2
     rendered = out.context.render()
-    assert rendered.startswith("[Evidence 1]") and "img_cat" in rendered
-    assert "cat" in out.answer.text.lower()
-    assert out.answer.citations and set(out.answer.citations) <= set(out.context.numbers)
+    assert rendered.startswith("[img_cat] score=") and all(f"[{r.image_id}]" in rendered for r in out.results)
+    assert "cat" in out.answer.text.lower() and "[img_cat]" in out.answer.text
+    assert "[Evidence" not in out.answer.text
+    assert out.answer.citations[0] == "img_cat"  # cited image ids, in rank order
+    assert set(out.answer.citations) <= set(out.context.image_ids)
+    assert out.answer.kira.citations and set(out.answer.kira.citations) <= set(out.context.pack.numbers)
 
 
 def test_probe_image_and_path(rag, tmp_path):
@@ -37,6 +40,8 @@ def test_probe_image_and_path(rag, tmp_path):
 
     out = rag.answer(data.coffee(), top_k=2)
     assert out.results[0].image_id == "img_coffee" and out.query is None
+    near = np.ascontiguousarray(data.chelsea()[20:-20, 30:-30][:, ::-1])  # a cropped mirror of a stored image
+    assert rag.answer(near, top_k=2).results[0].image_id == "img_cat"
     path = tmp_path / "probe.png"
     Image.fromarray(data.rocket()).save(path)
     assert rag.answer(str(path), top_k=1).results[0].image_id == "img_rocket"

@@ -48,6 +48,7 @@ class RetrievalConfig:
     lexical_weight_scale: float = 1.0  # path B's BM25 ranking of the question ranks at text_weight * 1.0
     anchor_documents: int = 10  # with a query image, question rankings re-rank inside its 10 nearest documents
     anchor_by_specificity: bool = True  # ... at their weight x the question's max-idf specificity
+    clear_match_margin: float = 0.5  # with a query image, its nearest document leads the fused list when its cosine beats the runner-up's by >= 0.5 x the spread of the image's anchor_documents nearest (a copy, crop or mirror of it); 0 disables
     feedback_documents: int = 5  # pseudo-relevance feedback: the top 5 fused documents' mean re-queries path A
     feedback_min_score: float = 0.5  # ... drawn from the BM25 matches scoring >= 0.5 x the best
     feedback_weight_scale: float = 2.0  # ... ranking at visual_weight * 2.0: a mean of relevant documents is the surest visual query

@@ -4,11 +4,16 @@
     rag.add_image("img_cat", pixels, tags=["cat"], caption="an orange cat on a sofa")
     rag.build()
     out = rag.answer("an orange cat indoors", top_k=2)
-    out.results[0].image_id, out.context.render(), out.answer.text, out.answer.citations
+    out.results[0].image_id        # "img_cat"
+    out.answer.text                # an answer citing [img_cat]
+    out.answer.citations           # ("img_cat", ...): the cited image ids, in rank order
+    out.context.render()           # one evidence block per retrieved image: id, score, tags, caption
 
 Its four seams map onto kira's: embedder -> the model stack (`models=`), index -> the
-knowledge base's core indexes, context builder -> the evidence pack, generator ->
-`generator=` (deterministic template generator by default). `answer` also takes a probe
+knowledge base's core indexes, context builder -> `Context` over kira's evidence pack,
+generator -> `generator=` (deterministic template generator by default). As visual-rag
+documents it, the answer cites image ids (``[img_cat]``) and may cite only images in the
+context; kira's own answer (``[Evidence N]``, claims, grounding) stays at ``out.answer.kira``. `answer` also takes a probe
 image (array or path) instead of text. In memory by default (a temporary directory that
 is removed on `close()`); pass `path=` to keep the knowledge base.
 """
@@ -38,13 +43,46 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
+class Context:
+    """The retrieved images as an ordered, citable context (visual-rag's context builder).
+
+    ``results``: one block per image, in rank order; ``pack``: kira's evidence pack behind it.
+    """
+
+    results: tuple[SearchResult, ...]
+    pack: EvidencePack
+
+    @property
+    def image_ids(self) -> tuple[str, ...]:
+        return tuple(r.image_id for r in self.results)
+
+    def render(self) -> str:
+        """One block per image: ``[id] score=... tags=... caption=...``, best first ("" when empty)."""
+        return "\n".join(
+            f"[{r.image_id}] score={r.score:.3f} tags={', '.join(r.tags) or '-'} caption={r.caption or '-'}"
+            for r in self.results)
+
+
+@dataclass(frozen=True)
+class GroundedAnswer:
+    """visual-rag's answer: text citing image ids (``[img_cat]``), and the cited ids in rank order.
+
+    ``kira``: kira's own `Answer` (``[Evidence N]`` citations, claims, grounding, reasoning).
+    """
+
+    text: str
+    citations: tuple[str, ...]
+    kira: Answer
+
+
+@dataclass(frozen=True)
 class RAGOutput:
     """What `VisualRAG.answer` returns: results (per image, best first), the context, the answer."""
 
     query: str | None
     results: list[SearchResult]
-    context: EvidencePack
-    answer: Answer
+    context: Context
+    answer: GroundedAnswer
 
 
 class VisualRAG:
@@ -119,11 +157,11 @@ class VisualRAG:
         for item in result.evidence.items:
             best[item.doc_id] = max(best.get(item.doc_id, -np.inf), item.score)
         docs = self.kb.documents(best)
-        results = [
-            SearchResult(d, float(s), docs[d].caption if d in docs else None, docs[d].tags if d in docs else ())
-            for d, s in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-        ][:top_k]
-        return RAGOutput(question, results, result.evidence, result.answer)
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+        results = [SearchResult(d, float(s), docs[d].caption if d in docs else None, docs[d].tags if d in docs else ())
+                   for d, s in ranked]
+        context = Context(tuple(results), result.evidence)
+        return RAGOutput(question, results, context, _with_image_ids(result.answer, result.evidence, context))
 
     def close(self) -> None:
         """Commit and close the knowledge base; a temporary one is deleted."""
@@ -137,6 +175,27 @@ class VisualRAG:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _with_image_ids(answer: Answer, pack: EvidencePack, context: Context) -> GroundedAnswer:
+    """`answer` with each ``[Evidence N]`` mark replaced by the cited images' ids (``[img_cat, img_dog]``),
+    only ids in `context`; citations are the cited ids in the context's rank order."""
+    import re
+
+    doc_of = {item.number: item.doc_id for item in (*pack.items, *pack.similar)}
+    allowed = set(context.image_ids)
+
+    def ids(numbers: str) -> list[str]:
+        found = [doc_of.get(int(n)) for n in re.findall(r"\d+", numbers)]
+        return list(dict.fromkeys(d for d in found if d in allowed))
+
+    def replace(match: re.Match[str]) -> str:
+        cited = ids(match.group(1))
+        return f"[{', '.join(cited)}]" if cited else ""
+
+    text = re.sub(r"\s*\[Evidence ([\d,\s]+)\]", lambda m: (" " + replace(m)) if replace(m) else "", answer.text)
+    cited = {d for n in answer.citations for d in ([doc_of[n]] if n in doc_of else [])}
+    return GroundedAnswer(text=text, citations=tuple(i for i in context.image_ids if i in cited), kira=answer)
 
 
 def _looks_like_image(path: str) -> bool:

@@ -10,6 +10,8 @@
   nothing, an identifier held by one document weighs fully.
 * `lead_with_named`: a question that names documents by identifier (kira.pipeline.question)
   is about them: they move to the front of the fused list, in fused order.
+* `clear_visual_match`: the document a query image clearly shows (a copy, crop or mirror of
+  a stored image) leads the fused list too.
 * `feedback_ranking`: pseudo-relevance feedback across modalities (average query
   expansion, Chum et al. 2007): the mean visual vector of the top `feedback_documents`
   documents the query is surest about (those named by identifier when the question
@@ -49,7 +51,33 @@ def anchor_to_image(kb: Any, image: Ranking, rankings: Sequence[Ranking], scale:
     return out
 
 
-def lead_with_named(fused: Fused, named: np.ndarray) -> Fused:
+def clear_visual_match(kb: Any, image: Ranking, config: RetrievalConfig) -> np.ndarray:
+    """The chunks (in `image`'s order) of the document the query image clearly shows, or an empty array.
+
+    RRF fuses ranks, not scores: a stored copy of the query image ranks first on the visual
+    path by a wide cosine margin, yet a document second there and first on the paths derived
+    from the same image (its generated description, a crop, a hop) outscores it. So the
+    image's nearest document leads when its best cosine beats the runner-up document's by at
+    least `clear_match_margin` x the spread of the image's `anchor_documents` nearest
+    (best minus the last of them): then the image itself says which document it shows.
+    """
+    if config.clear_match_margin <= 0 or not len(image.ids):
+        return np.zeros(0, np.int64)
+    docs = kb.document_chunk_of(image.ids)
+    best: dict[int, float] = {}
+    for d, s in zip(docs.tolist(), image.scores.tolist()):
+        if d >= 0 and d not in best:
+            best[d] = float(s)  # the ranking is best first: the first score of a document is its best
+    if len(best) < 2:
+        return image.ids[docs == next(iter(best))] if best else np.zeros(0, np.int64)
+    scores = list(best.values())[: max(config.anchor_documents, 2)]
+    spread = scores[0] - scores[-1]
+    if spread <= 0 or scores[0] - scores[1] < config.clear_match_margin * spread:
+        return np.zeros(0, np.int64)
+    return image.ids[docs == next(iter(best))]
+
+
+def lead_with_named(fused: Fused, named: np.ndarray, path: str = "identifier") -> Fused:
     """A copy of `fused` with the chunks of the documents the question names (`QuestionFacts.named_chunks`)
     first, in fused order; named chunks missing from `fused` join with the top score. Leading chunks
     keep their order but score at least every chunk behind them."""
@@ -64,7 +92,7 @@ def lead_with_named(fused: Fused, named: np.ndarray) -> Fused:
     lead_scores = np.maximum(lead_scores, floor).astype(np.float32)
     paths = {cid: list(p) for cid, p in fused.paths.items()}
     for cid in lead_ids.tolist():
-        paths.setdefault(int(cid), []).append("identifier")
+        paths.setdefault(int(cid), []).append(path)
     return Fused(np.concatenate([lead_ids, fused.ids[~present]]),
                  np.concatenate([lead_scores, fused.scores[~present]]).astype(np.float32), paths, dict(fused.cosine))
 

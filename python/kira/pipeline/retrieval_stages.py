@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_named
+from kira.pipeline.anchoring import anchor_to_image, clear_visual_match, feedback_ranking, lead_with_named
 from kira.pipeline.concepts import ConceptBank
 from kira.pipeline.fine import choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
@@ -105,13 +105,17 @@ class FineGrained:
 
 @dataclass(frozen=True)
 class Fuse:
-    """Weighted RRF over every ranking so far; with lead_named, documents the question names lead."""
+    """Weighted RRF over every ranking so far. The document a query image clearly shows leads
+    (kira.pipeline.anchoring.clear_visual_match); with lead_named, documents the question names lead."""
 
     lead_named: bool = True
     name: str = "fusion"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         fused = fuse(state.rankings, ctx.config.retrieval)
+        image = next((r for r in state.rankings if r.path == "visual" and r.query == "image"), None)
+        if state.pixels is not None and image is not None:
+            fused = lead_with_named(fused, clear_visual_match(ctx.kb, image, ctx.config.retrieval), "clear_match")
         if self.lead_named:
             fused = lead_with_named(fused, state.facts.named_chunks)
         return state.evolve(fused=fused)
