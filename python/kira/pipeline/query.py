@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kira import _core
+from kira.backends.protocols import search_options
 from kira.config import RetrievalConfig
 from kira.pipeline.concepts import ConceptBank, top_concepts
 
@@ -95,7 +96,8 @@ def search(
     index: Any, queries: np.ndarray, k: int, allow: np.ndarray | None, groups: Any = None, per_group: int = 1,
     *, ef: int | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Search `index` with (m, dim) queries; per query (ids, scores) with padding removed.
+    """Search `index` (a `kira.backends.VectorIndex`) with (m, dim) queries; per query (ids, scores) with
+    padding removed.
 
     groups: a `kira._core.GroupMap`; then at most `per_group` results of one group.
     ef: an HNSW index's candidate list for this call (`RetrievalConfig.search_ef`); None
@@ -104,7 +106,7 @@ def search(
     if index is None or len(index) == 0 or k <= 0:
         return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(len(queries))]
     k = min(k, len(index))
-    extra = {"ef": ef} if ef is not None and isinstance(index, _core.HNSWIndex) else {}
+    extra = search_options(index, ef=ef)
     ids, scores = index.search(np.ascontiguousarray(queries, dtype=np.float32), k, allow=allow, groups=groups,
                                per_group=per_group, **extra)
     out = []
