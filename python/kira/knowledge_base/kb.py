@@ -502,6 +502,10 @@ class KnowledgeBase:
         """Pick up commits made by another process since this one looked; returns whether any were."""
         if self.store is None or self.store.in_transaction:
             return False
+        with self.store.snapshot():  # the generation and every row read below from one committed state
+            return self._refresh()
+
+    def _refresh(self) -> bool:
         generation = self.store.generation()
         if generation == self._seen_generation:
             return False

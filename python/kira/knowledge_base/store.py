@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -210,6 +211,26 @@ class Store:
     def in_transaction(self) -> bool:
         return self._in_tx
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Run the reads inside the block against one committed state of the database.
+
+        Outside a transaction every statement sees the latest commit, so two reads (the new
+        chunk ids, then their vectors) can straddle another process's commit. Inside this
+        block they all see the state of the first read (a deferred read transaction; WAL
+        readers never block the writer, nor the writer them). Within an open write
+        transaction, or a snapshot already open, it adds nothing: those already read one state.
+        """
+        if self._in_tx or self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")  # a read transaction: commit and rollback both just end it
+
     def commit(self) -> int:
         """Bump the generation counter and commit; returns the new generation."""
         self.begin()
@@ -382,20 +403,42 @@ class Store:
             return None
 
     def vectors(self, space: str, ids: Sequence[int] | np.ndarray, dim: int) -> np.ndarray:
-        """float32 (n, dim) raw vectors of `ids` in `space` ('visual' or 'text'), in the given order."""
-        column = _space_column(space)
+        """float32 (n, dim) raw vectors of `ids` in `space` ('visual' or 'text'), in the given order;
+        a zero row for an id that is not stored or has no vector in `space` (see `stored_vectors`)."""
         out = np.zeros((len(ids), dim), dtype=np.float32)
+        found, vecs = self.stored_vectors(space, ids, dim)
         position = {int(i): n for n, i in enumerate(ids)}
-        id_list = list(position)
+        for row, cid in enumerate(found.tolist()):
+            out[position[cid]] = vecs[row]
+        return out
+
+    def stored_vectors(self, space: str, ids: Sequence[int] | np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the ids of `ids` that have a stored vector in `space`, in the given order; their float32
+        (m, dim) vectors). An id removed meanwhile, or without a vector in `space`, is left out.
+
+        Raises ValueError naming the chunk when a stored vector does not hold `dim` float32 values.
+        """
+        column = _space_column(space)
+        blobs: dict[int, bytes] = {}
+        id_list = list(dict.fromkeys(int(i) for i in ids))
         for start in range(0, len(id_list), 900):
             part = id_list[start : start + 900]
             rows = self.conn.execute(
-                f"SELECT id, {column} FROM chunks WHERE id IN ({','.join('?' * len(part))})", part
+                f"SELECT id, {column} FROM chunks WHERE id IN ({','.join('?' * len(part))}) AND {column} IS NOT NULL",
+                part,
             )
-            for cid, blob in rows:
-                if blob is not None:
-                    out[position[int(cid)]] = np.frombuffer(blob, dtype="<f4", count=dim)
-        return out
+            blobs.update((int(cid), blob) for cid, blob in rows)
+        found = [i for i in id_list if i in blobs]
+        out = np.zeros((len(found), dim), dtype=np.float32)
+        for row, cid in enumerate(found):
+            blob = blobs[cid]
+            if len(blob) != 4 * dim:
+                raise ValueError(
+                    f"chunk {cid}'s stored {space} vector holds {len(blob)} bytes, not {dim} float32 values; "
+                    "the database is damaged (run `kira check` on the knowledge base)"
+                )
+            out[row] = np.frombuffer(blob, dtype="<f4", count=dim)
+        return np.asarray(found, dtype=np.int64), out
 
     def iter_vectors(self, space: str, dim: int, *, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every (ids, vectors) in `space`, in batches, ordered by id."""

@@ -178,7 +178,12 @@ class VectorSpaces:
 
     # ---- open / sync ----------------------------------------------------------------
     def open(self, store: Store) -> RepairReport:
-        """Load the index files and bring them in line with the database (see module doc)."""
+        """Load the index files and bring them in line with the database (see module doc);
+        the database is read in one snapshot, so a writer's commit meanwhile is read next time."""
+        with store.snapshot():
+            return self._open(store)
+
+    def _open(self, store: Store) -> RepairReport:
         manifest = self._read_manifest()
         position = store.removal_log_position()  # before the generation: see catch_up
         generation = store.generation()
@@ -217,6 +222,10 @@ class VectorSpaces:
         index was in step with it at its last sync: add the chunks above the largest id seen then,
         remove those logged as removed since. Falls back to `_sync` (list every id) without that
         state or on a version-1 database. Returns (added, removed)."""
+        with store.snapshot():  # the removal log, the new ids and their vectors from one committed state
+            return self._catch_up(store, space)
+
+    def _catch_up(self, store: Store, space: str) -> tuple[int, int]:
         state = self._synced.get(space)
         removed = store.removed_since(state[1]) if state is not None else None
         if state is None or removed is None:
@@ -229,17 +238,29 @@ class VectorSpaces:
             index.remove(stale)
             self.unsaved += len(stale)
         missing = np.array([i for i in new if not index.contains(int(i))], dtype=np.int64)
-        self._add_stored(store, space, missing)
+        added = self._add_stored(store, space, missing)
         self._synced[space] = (max(state[0], int(new[-1]) if len(new) else 0), position)
-        return int(len(missing)), int(len(stale))
+        return added, int(len(stale))
 
-    def _add_stored(self, store: Store, space: str, ids: np.ndarray) -> None:
-        """Add the rows `ids` of `space` from the vectors the database stores, 8192 at a time."""
+    def _add_stored(self, store: Store, space: str, ids: np.ndarray) -> int:
+        """Add the rows `ids` of `space` from the vectors the database stores, 8192 at a time;
+        returns how many were added. Call it inside `store.snapshot()` with the read that listed
+        `ids`; an id no longer stored (removed since it was listed) is skipped, never a zero row."""
+        added = 0
         for start in range(0, len(ids), 8192):
             part = ids[start : start + 8192]
-            self.add(space, part, store.vectors(space, part, self.dims[space]))
+            found, vecs = store.stored_vectors(space, part, self.dims[space])
+            if len(found) < len(part):
+                log.info("%d %s chunk(s) were removed while being read; skipped", len(part) - len(found), space)
+            self.add(space, found, vecs)
+            added += len(found)
+        return added
 
     def _sync(self, store: Store, space: str) -> tuple[int, int]:
+        with store.snapshot():
+            return self._sync_in_snapshot(store, space)
+
+    def _sync_in_snapshot(self, store: Store, space: str) -> tuple[int, int]:
         index = self.indexes[space]
         position = store.removal_log_position()  # read before the ids, as in catch_up
         db_ids = store.chunk_ids(space=space)
@@ -249,12 +270,12 @@ class VectorSpaces:
         if len(stale):
             index.remove(stale)
             self.unsaved += len(stale)
-        self._add_stored(store, space, missing)
+        added = self._add_stored(store, space, missing)
         if position is None:
             self._synced.pop(space, None)  # a version-1 database: every sync lists every id
         else:
             self._synced[space] = (int(db_ids[-1]) if len(db_ids) else 0, position)
-        return int(len(missing)), int(len(stale))
+        return added, int(len(stale))
 
     def save(self, generation: int) -> None:
         """Save both indexes (atomically, by the core) and then the manifest naming `generation`."""
