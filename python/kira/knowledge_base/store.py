@@ -151,7 +151,9 @@ class Store:
     read_only: open with `mode=ro`; writes raise sqlite3.OperationalError.
     create: create the schema if the database is new.
 
-    Raises ValueError when the database was written by a newer kira (schema too new).
+    Raises ValueError when the database was written by a newer kira (schema too new), or
+    (without `create`) when it holds no kira schema at all: a zero-byte or blank
+    ``kira.sqlite`` is refused, never silently re-created as an empty knowledge base.
     """
 
     def __init__(self, directory: Path, *, read_only: bool = False, create: bool = False) -> None:
@@ -162,6 +164,15 @@ class Store:
             self.conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         else:
             self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        if not create and self.schema_version() == 0:  # read before any pragma writes to the file
+            size = self.path.stat().st_size if self.path.exists() else 0
+            self.conn.close()
+            raise ValueError(
+                f"{self.path} holds no knowledge base (an empty database, {size} bytes): the index files beside "
+                "it cannot be trusted to match anything. Restore kira.sqlite from a backup, or move the "
+                "directory away and build a new knowledge base with `kira ingest`"
+            )
+        if not read_only:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
@@ -184,6 +195,9 @@ class Store:
             row = self.conn.execute("SELECT version FROM schema_version").fetchone()
         except sqlite3.OperationalError:
             return 0
+        except sqlite3.DatabaseError as exc:  # "file is not a database" and the like
+            raise ValueError(f"{self.path} is damaged or not a kira database ({exc}); restore it from a "
+                             "backup") from None
         return int(row[0]) if row else 0
 
     def _migrate(self) -> None:
@@ -439,6 +453,35 @@ class Store:
                 )
             out[row] = np.frombuffer(blob, dtype="<f4", count=dim)
         return np.asarray(found, dtype=np.int64), out
+
+    def usable_vectors(self, space: str, ids: Sequence[int] | np.ndarray,
+                       dim: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+        """As `stored_vectors`, but a damaged vector (wrong length, NaN/inf, all zeros) is left
+        out too: (ids, vectors, {chunk id: what is wrong with its vector})."""
+        column = _space_column(space)
+        damaged: dict[int, str] = {}
+        try:
+            found, vecs = self.stored_vectors(space, ids, dim)
+        except ValueError:  # some blob has the wrong length: read them one by one
+            keep_ids, keep = [], []
+            for cid in dict.fromkeys(int(i) for i in ids):
+                row = self.conn.execute(f"SELECT {column} FROM chunks WHERE id = ? AND {column} IS NOT NULL",
+                                        (cid,)).fetchone()
+                if row is None:
+                    continue
+                if len(row[0]) != 4 * dim:
+                    damaged[cid] = f"{len(row[0])} bytes instead of {4 * dim}"
+                    continue
+                keep_ids.append(cid)
+                keep.append(np.frombuffer(row[0], dtype="<f4", count=dim))
+            found = np.asarray(keep_ids, dtype=np.int64)
+            vecs = np.asarray(keep, dtype=np.float32).reshape(len(keep), dim)
+        finite = np.isfinite(vecs).all(axis=1)
+        nonzero = np.abs(np.where(np.isfinite(vecs), vecs, 0)).sum(axis=1) > 0
+        ok = finite & nonzero
+        for cid, fin in zip(found[~ok].tolist(), finite[~ok].tolist()):
+            damaged[int(cid)] = "NaN or inf values" if not fin else "all zeros"
+        return found[ok], np.ascontiguousarray(vecs[ok]), damaged
 
     def iter_vectors(self, space: str, dim: int, *, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every (ids, vectors) in `space`, in batches, ordered by id."""
