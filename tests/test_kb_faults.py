@@ -69,6 +69,7 @@ def test_a_database_that_is_not_sqlite_is_a_value_error(kb_path):
 # 2 -------------------------------------------------------------------------------------
 def test_a_huge_caption_is_stored_whole_but_encoded_bounded(tmp_path):
     from kira.knowledge_base.kb import MAX_ENCODED_CHARS
+    from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
 
     seen: list[int] = []
 
@@ -83,6 +84,9 @@ def test_a_huge_caption_is_stored_whole_but_encoded_bounded(tmp_path):
         kb.commit()
         assert kb.documents(["big"])["big"].caption == caption
         assert seen and max(seen) <= MAX_ENCODED_CHARS
+        rows = kb.store.chunks(kb.store.chunk_ids()).values()
+        assert max(len(r.description) for r in rows) == MAX_DESCRIPTION_CHARS  # what reasoning reads is bounded
+        assert kb.lexical() is not None
 
 
 # 3 -------------------------------------------------------------------------------------

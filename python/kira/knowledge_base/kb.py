@@ -51,6 +51,11 @@ THUMBNAIL_SIDE = 160
 ENCODE_BATCH = 64  # crops / texts per encoder call
 
 
+MAX_LEXICAL_CHARS = 20_000
+"""What of one chunk's text the lexical (BM25) index reads: a few thousand words, well past
+any caption or passage it ranks by, so a 10 MB caption no longer costs seconds per commit."""
+
+
 def _thumbnail_png(image: np.ndarray) -> bytes:
     from PIL import Image
 
@@ -739,7 +744,7 @@ class KnowledgeBase:
         for _cid, description, doc_id, metadata in rows:
             values = json.loads(metadata or "{}") if metadata else {}
             extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
-            texts.append(f"{description or ''} {doc_id.replace('-', ' ')} {extra}")
+            texts.append(f"{(description or '')[:MAX_LEXICAL_CHARS]} {doc_id.replace('-', ' ')} {extra[:MAX_LEXICAL_CHARS]}")
         return [int(r[0]) for r in rows], texts
 
     def _lexical_index(self) -> Any:
