@@ -280,3 +280,15 @@ def test_tags_given_as_one_string_are_refused(tmp_path):
         with pytest.raises(TypeError, match="passages=\\[text\\]"):
             kb.add_document("b", passages="one long passage")
         assert len(kb) == 0
+
+
+def test_a_manifest_without_id_digests_is_verified_once_then_upgraded(kb_path):
+    manifest = json.loads((kb_path / "manifest.json").read_text())
+    for entry in manifest["spaces"].values():
+        del entry["ids"]  # as an older kira wrote it
+    (kb_path / "manifest.json").write_text(json.dumps(manifest))
+    with KnowledgeBase.open(kb_path, models=FakeStack()) as kb:
+        assert kb.repair.clean and kb.vectors.manifest_outdated
+    assert all("ids" in e for e in json.loads((kb_path / "manifest.json").read_text())["spaces"].values())
+    with KnowledgeBase.open(kb_path, models=FakeStack(), read_only=True) as kb:
+        assert not kb.vectors.manifest_outdated

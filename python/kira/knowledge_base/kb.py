@@ -272,6 +272,8 @@ class KnowledgeBase:
         self.repair = self.vectors.open(self.store)
         if not self.repair.clean and not self.read_only:
             self.vectors.save(self.store.generation())
+        elif self.vectors.manifest_outdated and not self.read_only and not self.vectors.unsaved:
+            self.vectors.write_manifest(self.store.generation())  # the files hold every row: add the digests
 
     # ---- models -----------------------------------------------------------------------
     @property

@@ -161,6 +161,7 @@ class VectorSpaces:
         self._synced: dict[str, tuple[int, int]] = {}
         # per space: chunks whose stored vector could not enter the index ({id: why}); see `kira check`
         self.damaged: dict[str, dict[int, str]] = {s: {} for s in SPACES}
+        self.manifest_outdated = False  # the manifest has no id digest (an older kira wrote it)
 
     def path(self, space: str) -> Path:
         return self.directory / f"{space}.index"
@@ -240,6 +241,8 @@ class VectorSpaces:
                     ids = np.asarray(index.ids(), dtype=np.int64)
                     self._synced[space] = (int(ids.max()) if len(ids) else 0, position)
                 continue  # the files match the last commit: nothing to verify
+            if entry and "ids" not in entry:
+                self.manifest_outdated = True  # written before the id digest: a writer rewrites it (KnowledgeBase)
             added, removed = self._sync(store, space)
             report.added[space], report.removed[space] = added, removed
         if any(report.rebuilt.values()):
