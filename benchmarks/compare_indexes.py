@@ -11,11 +11,16 @@ ratios (kira / peer; for latency < 1 is better, for QPS > 1 is better):
 - HNSW: kira HNSWIndex against hnswlib, faiss IndexHNSWFlat and usearch at equal M and
   ef_construction: build time, memory, recall@10 against single-query and batch QPS over
   a sweep of ef;
-- per-call overhead of one search on a 1k-vector index.
+- per-call overhead of one search on a 1k-vector index;
+- exact f32 single-query cost against faiss IndexFlatIP as the index outgrows the
+  last-level cache (20k, 40k, 100k rows by default; one thread, process CPU time, best of
+  interleaved rounds): the kira/faiss ratio per size (issue 25: a four-rows-per-pass scan
+  read 2-2.7x slower than faiss from 40k rows on an AMD EPYC).
 
 A missing peer is skipped with a note. Usage:
     python benchmarks/compare_indexes.py            # 100k x 256 and 100k x 768
     python benchmarks/compare_indexes.py --quick    # 20k x 128, a minute
+    python benchmarks/compare_indexes.py --skip bandwidth exact hnsw overhead memory   # sizes only
 """
 
 from __future__ import annotations
@@ -238,6 +243,44 @@ def cpu_table(contenders: dict, kira_indexes: dict, q: np.ndarray, singles: int,
     table(["index", "CPU ms / query", "speed / kira f32"], rows)
 
 
+def sizes_section(sizes: list[int], d: int, singles: int, faiss) -> None:
+    """kira FlatIndex f32 against faiss IndexFlatIP, one query at a time on one thread, as
+    the rows grow past the last-level cache. CPU time of this process (best of 5 rounds that
+    run both in turn on the same arrays), so other jobs on a shared machine weigh less."""
+    if faiss is None:
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        print("> threadpoolctl is not installed: size sweep skipped\n")
+        return
+    rows = []
+    faiss.omp_set_num_threads(1)
+    q = clustered_vectors(singles, d, sample=1, unit=True)
+    with threadpool_limits(1):
+        for n in sizes:
+            x = clustered_vectors(n, d, sample=0, unit=True)
+            ix = _core.FlatIndex(d, dtype="f32")
+            ix.add(np.arange(n, dtype=np.int64), x)
+            fx = faiss.IndexFlatIP(d)
+            fx.add(x)
+            fns = {"kira": lambda v: ix.search(v, K, threads=1), "faiss": lambda v: fx.search(v, K)}
+            cpu = {name: float("inf") for name in fns}
+            for _ in range(5):
+                for name, fn in fns.items():
+                    t = time.process_time()
+                    for i in range(singles):
+                        fn(q[i : i + 1])
+                    cpu[name] = min(cpu[name], (time.process_time() - t) / singles)
+            rows.append([f"{n:,}", f"{n * d * 4 / 2**20:.0f}", cpu["kira"] * 1e3, cpu["faiss"] * 1e3,
+                         cpu["kira"] / cpu["faiss"]])
+            del ix, fx, x
+    faiss.omp_set_num_threads(os.cpu_count() or 1)
+    print(f"### Exact f32 single query as the index grows, d = {d} (one thread, CPU time; "
+          f"kira {_core.simd_level()} kernels)\n")
+    table(["rows", "MiB", "kira ms", "faiss ms", "kira / faiss"], rows)
+
+
 # ---- HNSW -----------------------------------------------------------------------------
 
 class Peer:
@@ -435,7 +478,10 @@ def main() -> None:
     p.add_argument("--ef-construction", type=int, default=200)
     p.add_argument("--ef", type=int, nargs="+", default=[16, 32, 64, 128, 256])
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="build threads for every library")
-    p.add_argument("--skip", nargs="*", default=[], choices=["bandwidth", "exact", "hnsw", "overhead", "memory"])
+    p.add_argument("--skip", nargs="*", default=[],
+                   choices=["bandwidth", "exact", "hnsw", "overhead", "memory", "sizes"])
+    p.add_argument("--flat-sizes", type=int, nargs="+", default=[20_000, 40_000, 100_000],
+                   help="rows for the exact f32 size sweep against faiss (at the first of --dims)")
     p.add_argument("--memory-child", nargs=6, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.memory_child:
@@ -465,6 +511,8 @@ def main() -> None:
                          usearch.Index if usearch else None, "memory" not in args.skip)
     if "overhead" not in args.skip:
         overhead_section(hnswlib, faiss)
+    if "sizes" not in args.skip:
+        sizes_section(args.flat_sizes, args.dims[0], 50 if args.quick else 200, faiss)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from kira.adapt.projection import recall_at_1, train_projection
 from kira.adapt.protonet import prototype_accuracy, train_protonet
 from kira.config import AdaptationConfig
 
+TORCH = "torch is not installed: pip install 'kira[export]' (the CPU build: --index-url https://download.pytorch.org/whl/cpu)"  # training needs torch; applying a head does not
+
 
 def _features(n_per_class: int, seed: int, classes: int = 4, dim: int = 48):
     """Class signal in a weak subspace, swamped by a strong low-rank nuisance (as frozen features are)."""
@@ -36,6 +38,7 @@ def data():
 
 @pytest.fixture(scope="session")
 def trained(data):
+    pytest.importorskip("torch", reason=TORCH)
     (x, y), (xv, yv) = data
     return train_projection(x, y, out_dim=16, epochs=15, val_features=xv, val_labels=yv, seed=0)
 
@@ -53,6 +56,7 @@ def test_head_beats_frozen_features_on_held_out(data, trained):
 
 
 def test_defaults_come_from_the_config():
+    pytest.importorskip("torch", reason=TORCH)
     cfg = AdaptationConfig()
     x, y = _features(4, 2, dim=12)
     result = train_projection(x, y, epochs=1)
@@ -94,6 +98,7 @@ def test_applying_does_not_import_torch(tmp_path, trained):
 
 
 def test_protonet_few_shot(tmp_path, data):
+    pytest.importorskip("torch", reason=TORCH)
     (x, y), (xv, yv) = data
     head = train_protonet(x, y, epochs=10, out_dim=16, seed=0)
     assert head.info["support_size"] == 4 * AdaptationConfig().protonet_shots

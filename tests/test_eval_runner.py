@@ -1,24 +1,42 @@
-"""The DomainVQA-R runner end to end on a small slice: results.json schema, tables, figures, CLI."""
+"""The DomainVQA-R runner end to end on a small slice: results.json schema, tables, figures, CLI.
+
+The runner's contract (schema, ranges, tables, figures) is checked on the small fake model
+stack (about 5 s); the same checks on the embedded default stack (about 40 s) are marked slow.
+"""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from pipeline_fakes import FakeStack
 
 from kira.eval.runner import run_domainvqa
+
+TORCH = "torch is not installed: pip install 'kira[export]' (the CPU build: --index-url https://download.pytorch.org/whl/cpu)"
+
+
+def _small(out, models, **kw):
+    return run_domainvqa(out, small=True, domains=["satellite"], variants=["visual_only", "full"], seed=0,
+                         adapt=False, planted=True, models=models, **kw)
 
 
 @pytest.fixture(scope="session")
 def small_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("domainvqa")
-    summary = run_domainvqa(out, small=True, domains=["satellite"], variants=["visual_only", "full"], seed=0,
-                            adapt=False, planted=True)
-    return out, summary
+    return out, _small(out, FakeStack())
 
 
 def test_results_json_schema(small_run):
-    out, summary = small_run
+    _check_results(*small_run)
+
+
+@pytest.mark.slow
+def test_results_json_schema_with_the_default_stack(tmp_path):
+    _check_results(tmp_path, _small(tmp_path, None, figures=False))
+
+
+def _check_results(out, summary):
     data = json.loads((out / "results.json").read_text())
     assert set(data["variants"]) == {"visual_only", "full"}
     assert set(data["domains"]) == {"satellite"}
@@ -68,11 +86,15 @@ def test_cli_registers_eval(capsys):
     assert "--small" in capsys.readouterr().out
 
 
-def test_adapted_full_system_is_reported(tmp_path):
+@pytest.mark.parametrize("stack", [pytest.param("fake", id="fake-stack"),
+                                   pytest.param("default", id="default-stack", marks=pytest.mark.slow)])
+def test_adapted_full_system_is_reported(tmp_path, stack):
     """With adaptation on, the full system is asked again with the trained head installed,
     and the tables carry it as its own row and per-domain table."""
+    pytest.importorskip("torch", reason=TORCH)
     summary = run_domainvqa(tmp_path, small=True, domains=["xray"], variants=["full"], seed=0, adapt=True,
-                            planted=False, figures=False, adapt_epochs=3)
+                            planted=False, figures=False, adapt_epochs=3,
+                            models=FakeStack() if stack == "fake" else None)
     data = json.loads((tmp_path / "results.json").read_text())
     assert set(data["variants"]) == {"full", "full_adapted"}
     records = data["questions"]["xray"]

@@ -160,3 +160,38 @@ def test_card_accepts_raw_pipeline_objects() -> None:
     assert "kept the retrieval's first item" in card.to_text() and "first item" in card.to_html()
     with pytest.raises(ValueError, match="query_image"):
         RationaleCard("q", card.answer, pack, query_image=np.zeros((4, 4), np.uint8))
+
+
+def test_dropped_items_are_numbered_apart_from_the_evidence() -> None:
+    card = _full_card()
+    assert [i.number for i in card.pack.items] == [1, 2]
+    for page in (card.to_text(), card.to_html()):
+        assert "[Dropped 1]" in page
+        assert page.count("[Evidence 3]") == 0  # no evidence number a dropped item could be mistaken for
+    text = card.to_text()
+    dropped_line = next(line for line in text.splitlines() if "[Dropped 1]" in line)
+    assert "sch-1" in dropped_line and "[Evidence" not in dropped_line
+
+
+def test_the_answer_and_evidence_lead_and_diagnostics_follow() -> None:
+    card = _full_card()
+    text = card.to_text()
+    assert text.index("Answer:") < text.index("Evidence (2):") < text.index("DIAGNOSTICS") < text.index("s_sim=")
+    assert text.index("DIAGNOSTICS") < text.index("score=0.910") and "score" not in text[: text.index("DIAGNOSTICS")]
+    page = card.to_html()
+    assert page.index("<h2>Answer</h2>") < page.index("data:image/png", page.index("<h2>Answer</h2>")) \
+        < page.index("Diagnostics") < page.index("<h2>Claims</h2>")
+    assert page.index("score 0.910") > page.index("<details>")  # scores folded under the evidence
+
+
+def test_a_huge_summary_is_cut_on_the_card() -> None:
+    from kira.explain.render_text import MAX_SUMMARY_CHARS
+
+    item = EvidenceItem(0, 5, "big", "document", 0.5, ("visual",), "harbour " * 200_000, {"source": "y" * 50_000})
+    pack = EvidencePack.from_items("q", [item])
+    card = RationaleCard(question="q", answer=Answer("A harbour [Evidence 1].", ()), pack=pack)
+    text, page = card.to_text(), card.to_html()
+    line = next(ln for ln in text.splitlines() if ln.startswith("  [Evidence 1] big:"))
+    assert line.endswith("more characters)") and len(line) < MAX_SUMMARY_CHARS + 100
+    assert "more characters)" in page and "harbour " * 100 not in page and "y" * (MAX_SUMMARY_CHARS + 1) not in page
+    assert len(text) < 10 * MAX_SUMMARY_CHARS and len(page) < 20 * MAX_SUMMARY_CHARS

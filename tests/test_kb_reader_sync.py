@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import numpy as np
 import pytest
 from pipeline_fakes import FakeStack, flat
 
@@ -114,6 +115,7 @@ def test_a_reader_refreshing_while_another_process_writes_ends_in_step(writer):
 
     writer.close()  # the writer is another process now
     reader = KnowledgeBase.open(writer.path, models=FakeStack(), read_only=True)
+    proc = None
     try:
         proc = subprocess.Popen([sys.executable, "-c", _WRITER_LOOP, str(writer.path), str(Path(__file__).parent)])
         found = 0
@@ -125,4 +127,58 @@ def test_a_reader_refreshing_while_another_process_writes_ends_in_step(writer):
         assert sorted(reader.documents()) == sorted(
             {r.doc_id for r in reader.store.chunks(reader.index("visual").ids()).values()})
     finally:
+        if proc is not None and proc.poll() is None:  # a failed refresh must not leave the writer running
+            proc.kill()
+        if proc is not None:
+            proc.wait()
         reader.close()
+
+
+def _commit_between_reads(monkeypatch, reader: KnowledgeBase, change) -> list[int]:
+    """Make `change()` (a writer's commit) happen right after the reader lists the new chunk ids
+    and before it reads their vectors: the race the subprocess test above hits now and then."""
+    fired: list[int] = []
+    chunk_ids = Store.chunk_ids
+
+    def listing_then_commit(self, **kw):
+        ids = chunk_ids(self, **kw)
+        if self is reader.store and kw.get("after") is not None and not fired:
+            fired.append(len(ids))
+            change()
+        return ids
+
+    monkeypatch.setattr(Store, "chunk_ids", listing_then_commit)
+    return fired
+
+
+def test_a_removal_committed_between_a_refresh_s_reads_does_not_break_it(writer, monkeypatch):
+    reader = KnowledgeBase.open(writer.path, models=FakeStack(), read_only=True)
+    try:
+        writer.add_image(flat(BLUE), doc_id="blue", caption="blue card")
+        writer.commit()
+        blue = [c for c, row in writer.store.chunks(writer.store.chunk_ids()).items() if row.doc_id == "blue"]
+
+        def remove_blue() -> None:
+            writer.remove("blue")
+            writer.commit()
+
+        fired = _commit_between_reads(monkeypatch, reader, remove_blue)
+        assert reader.refresh()  # read one committed state: blue's vectors are still there to read
+        assert fired and fired[0] > 0  # the removal did land between the listing and the vector read
+        assert all(reader.index("visual").contains(c) for c in blue)  # as the state it read held them
+        assert reader.refresh() and _in_step(reader)  # the next refresh reads the removal
+        assert not any(reader.index(space).contains(c) for c in blue for space in ("visual", "text"))
+    finally:
+        reader.close()
+
+
+def test_vectors_of_removed_chunks_are_left_out_not_zero(writer):
+    ids = writer.store.chunk_ids(space="visual")
+    gone = sorted(writer.store.document_chunk_ids(["red"]).values())
+    every_red = [c for c, row in writer.store.chunks(ids).items() if row.doc_id == "red"]
+    writer.remove("red")
+    writer.commit()
+    found, vecs = writer.store.stored_vectors("visual", ids, 48)
+    assert set(found.tolist()) == set(ids.tolist()) - set(every_red) and set(gone) <= set(every_red)
+    assert len(vecs) == len(found) and (np.abs(vecs).sum(axis=1) > 0).all()
+    assert list(found) == [i for i in ids.tolist() if i not in every_red]  # the asked order kept

@@ -34,7 +34,7 @@ def encoder(minilm_cache) -> MiniLMEncoder:
 
 
 def test_matches_torch_bert_mean_pooled(encoder):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="torch is not installed: pip install 'kira[export]' (the CPU build: --index-url https://download.pytorch.org/whl/cpu)")
     transformers = pytest.importorskip("transformers")
     ours = encoder.encode(TEXTS)
     model = transformers.BertModel.from_pretrained(str(model_dir())).eval()

@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.models
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch is not installed: pip install 'kira[export]' (the CPU build: --index-url https://download.pytorch.org/whl/cpu)")
 transformers = pytest.importorskip("transformers")
 
 from kira.models.exporters import export  # noqa: E402

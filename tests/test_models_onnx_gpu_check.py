@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.models
-pytest.importorskip("torch")
+pytest.importorskip("torch", reason="torch is not installed: pip install 'kira[export]' (the CPU build: --index-url https://download.pytorch.org/whl/cpu)")
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
 

@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.models
 gguf = pytest.importorskip("gguf")
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch is not installed: pip install 'kira[export]' (the CPU build: --index-url https://download.pytorch.org/whl/cpu)")
 
 from kira.models.lm import NumpyLlama, read_gguf_llama  # noqa: E402
 

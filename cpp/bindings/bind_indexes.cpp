@@ -102,8 +102,27 @@ std::size_t as_threads(const std::optional<py::ssize_t>& threads) {
   return static_cast<std::size_t>(*threads);
 }
 
+// The file system's bytes for path (str or os.PathLike): a name that is not UTF-8 (kept by
+// Python as lone surrogates) reaches the file system unchanged. A NUL would cut the name
+// short in the C calls: refused.
 std::string as_path(const py::object& path) {
-  return py::str(py::module_::import("os").attr("fspath")(path));
+  const std::string p = py::bytes(py::module_::import("os").attr("fsencode")(path));
+  if (p.find('\0') != std::string::npos) bad("path contains a NUL character; pass a path without one");
+  if (p.empty()) bad("path is empty; pass a file path");
+  return p;
+}
+
+void check_ef(py::ssize_t ef, const char* name, const char* none_means = "") {
+  if (ef < 1 || static_cast<std::size_t>(ef) > kMaxEf) {
+    bad(std::string(name) + " must be a positive integer at most " + std::to_string(kMaxEf) + none_means + ", got " +
+        std::to_string(ef));
+  }
+}
+
+void check_dim(py::ssize_t dim) {
+  if (dim <= 0 || static_cast<std::size_t>(dim) > kMaxDim) {
+    bad("dim must be between 1 and " + std::to_string(kMaxDim) + ", got " + std::to_string(dim));
+  }
 }
 
 template <class Index>
@@ -111,7 +130,7 @@ py::tuple search_impl(const Index& index, const py::object& queries, py::ssize_t
                       const std::shared_ptr<GroupMap>& groups, py::ssize_t per_group,
                       const std::optional<py::ssize_t>& threads, const std::optional<py::ssize_t>& ef = std::nullopt) {
   const std::size_t kk = as_k(k);
-  if (ef && *ef < 1) bad("ef must be a positive integer or None (the index's ef_search), got " + std::to_string(*ef));
+  if (ef) check_ef(*ef, "ef", " or None (the index's ef_search)");
   const std::size_t t = as_threads(threads);
   Rows q = as_rows(queries, index.dim(), "queries", true);
   std::optional<IdFilter> filter;
@@ -274,7 +293,7 @@ void bind_indexes(py::module_& m) {
       "dot products of unit vectors. Thread safety: searches and other reads share a lock and\n"
       "run in parallel; add/remove take it exclusively.");
   flat.def(py::init([](py::ssize_t dim, const std::string& dtype) {
-             if (dim <= 0) bad("dim must be a positive integer, got " + std::to_string(dim));
+             check_dim(dim);
              return std::make_shared<FlatIndex>(static_cast<std::size_t>(dim), parse_dtype(dtype));
            }),
            "dim"_a, py::kw_only(), "dtype"_a = "f32",
@@ -322,9 +341,9 @@ void bind_indexes(py::module_& m) {
       "take it exclusively; ef_search may be set at any time.");
   hnsw.def(py::init([](py::ssize_t dim, py::ssize_t M, py::ssize_t ef_construction, std::uint64_t seed,
                        const std::string& dtype) {
-             if (dim <= 0) bad("dim must be a positive integer, got " + std::to_string(dim));
+             check_dim(dim);
              if (M < 2 || M > 256) bad("M must be between 2 and 256, got " + std::to_string(M));
-             if (ef_construction < 1) bad("ef_construction must be at least 1, got " + std::to_string(ef_construction));
+             check_ef(ef_construction, "ef_construction");
              HNSWIndex::Params p;
              p.M = static_cast<std::size_t>(M);
              p.ef_construction = static_cast<std::size_t>(ef_construction);
@@ -365,7 +384,7 @@ void bind_indexes(py::module_& m) {
   hnsw.def_property(
       "ef_search", &HNSWIndex::ef_search,
       [](HNSWIndex& index, py::ssize_t ef) {
-        if (ef < 1) bad("ef_search must be at least 1, got " + std::to_string(ef));
+        check_ef(ef, "ef_search");
         index.set_ef_search(static_cast<std::size_t>(ef));
       },
       "Candidate list size for search (default 64; a search uses max(ef_search, k)).\n"

@@ -240,7 +240,10 @@ void bind_hops(py::module_& m) {
         std::int64_t ef_value = 0;
         if (!ef.is_none()) {
           ef_value = as_int(ef, "ef");
-          if (ef_value < 1) throw std::invalid_argument("ef must be >= 1 or None (the index's own), got " + std::to_string(ef_value));
+          if (ef_value < 1 || static_cast<std::size_t>(ef_value) > kMaxEf) {
+            throw std::invalid_argument("ef must be between 1 and " + std::to_string(kMaxEf) +
+                                        " or None (the index's own), got " + std::to_string(ef_value));
+          }
         }
         std::optional<IdFilter> filter;
         std::vector<id_t> allowed;

@@ -279,7 +279,7 @@ std::shared_ptr<FlatIndex> FlatIndex::load(const std::string& path) {
   const auto dim = r.get<std::uint64_t>();
   const auto count = r.get<std::uint64_t>();
   if (dtype > 2) r.corrupt("unknown dtype code " + std::to_string(dtype));
-  if (dim == 0 || dim > (1u << 20)) r.corrupt("implausible dim " + std::to_string(dim));
+  if (dim == 0 || dim > kMaxDim) r.corrupt("implausible dim " + std::to_string(dim));
   auto index = std::make_shared<FlatIndex>(dim, static_cast<Dtype>(dtype));
   const std::size_t row_bytes = index->store_.row_bytes();
   if (count > r.remaining() / (sizeof(id_t) + row_bytes)) r.corrupt("payload ends early");

@@ -86,7 +86,9 @@ HNSWIndex::HNSWIndex(std::size_t dim, Params params, Dtype dtype)
     : dim_(dim), dtype_(dtype), params_(params), store_(dim, dtype), rng_state_(params.seed),
       visited_(std::make_unique<VisitedPool>()) {
   if (params_.M < 2 || params_.M > 256) throw std::invalid_argument("M must be between 2 and 256");
-  if (params_.ef_construction < 1) throw std::invalid_argument("ef_construction must be at least 1");
+  if (params_.ef_construction < 1 || params_.ef_construction > kMaxEf) {
+    throw std::invalid_argument("ef_construction must be between 1 and " + std::to_string(kMaxEf));
+  }
   m0_ = 2 * params_.M;
   level_mult_ = 1.0 / std::log(static_cast<double>(params_.M));
 }
@@ -99,7 +101,7 @@ std::size_t HNSWIndex::size() const {
 }
 
 void HNSWIndex::set_ef_search(std::size_t ef) {
-  if (ef < 1) throw std::invalid_argument("ef_search must be at least 1");
+  if (ef < 1 || ef > kMaxEf) throw std::invalid_argument("ef_search must be between 1 and " + std::to_string(kMaxEf));
   ef_search_.store(ef, std::memory_order_relaxed);
 }
 
@@ -557,8 +559,11 @@ std::shared_ptr<HNSWIndex> HNSWIndex::load(const std::string& path) {
   const auto max_level = r.get<std::int64_t>();
   const auto entry = r.get<std::uint64_t>();
   if (dtype > 2) r.corrupt("unknown dtype code " + std::to_string(dtype));
-  if (dim == 0 || dim > (1u << 20)) r.corrupt("implausible dim " + std::to_string(dim));
-  if (p.M < 2 || p.M > 256 || p.ef_construction < 1 || ef < 1) r.corrupt("bad HNSW parameters");
+  if (dim == 0 || dim > kMaxDim) r.corrupt("implausible dim " + std::to_string(dim));
+  if (p.M < 2 || p.M > 256 || p.ef_construction < 1 || ef < 1 || p.ef_construction > kMaxEf || ef > kMaxEf) {
+    r.corrupt("bad HNSW parameters (M " + std::to_string(p.M) + ", ef_construction " +
+              std::to_string(p.ef_construction) + ", ef_search " + std::to_string(ef) + ")");
+  }
   if (nodes >= std::numeric_limits<std::uint32_t>::max()) r.corrupt("implausible node count");
   auto index = std::make_shared<HNSWIndex>(dim, p, static_cast<Dtype>(dtype));
   HNSWIndex& h = *index;

@@ -1,6 +1,7 @@
 #include "kira/index_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -121,6 +122,11 @@ void PayloadWriter::save(const std::string& path, IndexKind kind) const {
 }
 
 PayloadReader::PayloadReader(const std::string& path, IndexKind expected) : path_(path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw std::invalid_argument(path + ": " + (S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file") +
+                                ", not an index file; pass the path of a file written by save()");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) os_error("cannot open index file", path);
   std::vector<char> all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -1,14 +1,17 @@
 """The `kira` command (also `python -m kira`).
 
     kira ingest KB FOLDER_OR_FILES... [--captions captions.json] [--batch-size N] [--models DIR]
+                [--follow-links] [--max-pixels N]
     kira ask KB [QUESTION] [--image PATH] [--top-k 5] [--variant full] [--card text|json|html] [--out FILE]
     kira card KB [QUESTION] [--image PATH] --format html --out card.html   (a card only)
     kira info KB
+    kira check KB [--repair] [--json]
     kira demo [--out DIR] [--quick]
     kira models ...   (when kira.models.cli is installed)
     kira eval ...     (when kira.eval.cli is installed)
 
-Exit status: 0 on success, 2 for bad input (the message says what to fix).
+Exit status: 0 on success, 1 when there was nothing to do (no image ingested, a check
+that found problems), 2 for bad input (the message says what to fix).
 """
 
 from __future__ import annotations
@@ -17,9 +20,32 @@ import argparse
 import importlib
 import json
 import logging
+import os
+import shutil
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
+
+VARIANT_HELP = {
+    "visual_only": "path A only: the visual index",
+    "dual_path": "+ path B: description index and BM25, fused by weighted RRF",
+    "query_expansion": "+ captioner hypotheses and concept-bank expansion",
+    "multi_hop": "+ residual hops and compound-document expansion",
+    "grounded": "+ ReAG critic and grounding verifier",
+    "full": "+ fine-grained crops and cross-encoder re-rank (everything)",
+}
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default (when it has one worth saying) and keeps the epilogs' line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.default not in (None, False, argparse.SUPPRESS) and "default" not in text
+                and action.option_strings):
+            text += " (default: %(default)s)"
+        return text
 
 
 def _stack(models_dir: str | None) -> Any:
@@ -32,35 +58,72 @@ def _stack(models_dir: str | None) -> Any:
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from kira.knowledge_base import KnowledgeBase
+    from kira.knowledge_base.ingest import collect_entries, printable
 
     captions = None
     if args.captions:
         captions = json.loads(Path(args.captions).read_text())
         if not isinstance(captions, dict):
             raise ValueError(f"{args.captions} must hold a JSON object: file name or stem -> caption")
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1; got {args.batch_size}")
+    if args.max_pixels < 1:
+        raise ValueError(f"--max-pixels must be at least 1; got {args.max_pixels}")
+    sources: Any = args.inputs[0] if len(args.inputs) == 1 else args.inputs
+    for given in args.inputs:  # before anything is created: a typo must not leave an empty knowledge base
+        if not os.path.lexists(given):
+            raise ValueError(f"no such file or folder: {printable(given)}")
+    found, _skipped, _root = collect_entries(sources, follow_links=args.follow_links)
     path = Path(args.kb)
+    if not found:
+        print(f"kira ingest: no image files in {' '.join(printable(i) for i in args.inputs)} (looked for "
+              f"{', '.join(sorted(_suffixes()))}); nothing was added", file=sys.stderr)
+        for where, reason in _skipped:
+            print(f"  skipped {printable(where)}: {reason}", file=sys.stderr)
+        return 1
     models = _stack(args.models)
-    if (path / "kira.sqlite").is_file():
-        kb = KnowledgeBase.open(path, models=models)
-    else:
+    created = not (path / "kira.sqlite").is_file()
+    if created:
         kb = KnowledgeBase.create(path, models=models, index=args.index)
+    else:
+        kb = KnowledgeBase.open(path, models=models)
     with kb:
-        sources: Any = args.inputs[0] if len(args.inputs) == 1 else args.inputs
-        summary = kb.ingest(sources, captions=captions, batch_size=args.batch_size, progress=not args.quiet or None)
+        summary = kb.ingest(sources, captions=captions, batch_size=args.batch_size, progress=not args.quiet or None,
+                            follow_links=args.follow_links, max_pixels=args.max_pixels)
         print(summary)
         stats = kb.stats()
+    if not summary.added:
+        if created and stats["documents"] == 0:
+            shutil.rmtree(path, ignore_errors=True)  # this run made it, and it holds nothing
+        print(f"kira ingest: none of the {summary.found} image file(s) was added (see the reasons above); "
+              "fix or remove them and run again", file=sys.stderr)
+        return 1
     print(f"{stats['documents']} document(s), chunks {stats['chunks']} in {path}")
     return 0
+
+
+def _suffixes() -> frozenset[str]:
+    from kira.knowledge_base.ingest import IMAGE_SUFFIXES
+
+    return IMAGE_SUFFIXES
 
 
 def _ask(args: argparse.Namespace) -> Any:
     from kira.knowledge_base import KnowledgeBase
     from kira.pipeline import Kira
 
+    from kira.knowledge_base.inputs import clean_text
+
     if not args.question and not args.image:
         raise ValueError("give a question, --image PATH, or both")
+    if args.top_k < 1:
+        raise ValueError(f"--top-k must be at least 1; got {args.top_k}")
+    args.question = clean_text(args.question, "the question")  # bytes that are not UTF-8 become U+FFFD
     kb = KnowledgeBase.open(args.kb, models=_stack(args.models), read_only=True)
     try:
+        if len(kb) == 0:
+            raise ValueError(f"the knowledge base {args.kb} is empty: add images first with "
+                             f"`kira ingest {args.kb} FOLDER`")
         levels = [lvl.strip() for lvl in args.levels.split(",") if lvl.strip()] if args.levels else None
         return Kira(kb, profile=args.profile).ask(args.question, image=args.image, top_k=args.top_k,
                                                  variant=args.variant, levels=levels)
@@ -84,7 +147,14 @@ def _write(text: str, out: str | None) -> None:
         print(text)
 
 
+def _check_out(out: str | None) -> None:
+    """Refuse an --out that cannot be written, before any work is done."""
+    if out and Path(out).is_dir():
+        raise ValueError(f"--out {out} is a folder; give a file path, e.g. --out {Path(out) / 'card.html'}")
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     result = _ask(args)
     if args.card:
         _write(_render(result.card, args.card), args.out)
@@ -96,6 +166,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_card(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     result = _ask(args)
     _write(_render(result.card, args.format), args.out)
     return 0
@@ -117,8 +188,17 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"  chunks:    {', '.join(f'{k} {v}' for k, v in sorted(stats['chunks'].items())) or 'none'}")
     print(f"  groups:    temporal {stats['groups']['temporal']}, multiview {stats['groups']['multiview']}")
     print(f"  index:     {stats['index_kind']} {stats['index_sizes']} dims {stats['dims']}")
-    print(f"  adapter:   {stats['adapter'] or 'none'}; generation {stats['generation']}")
+    print(f"  adapter:   {stats['adapter'] or 'none'}")
+    print(f"  generation {stats['generation']} (commits so far; the index files are checked against it on open)")
     return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from kira.knowledge_base.check import check
+
+    report = check(args.kb, repair=args.repair)
+    print(json.dumps(report.to_dict(), indent=2, sort_keys=True) if args.json else report.to_text())
+    return 0 if report.ok or (args.repair and report.repaired) else 1
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -130,30 +210,44 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `kira` command."""
+    from kira import __version__
+    from kira.images import MAX_PIXELS
     from kira.pipeline import VARIANTS
 
-    parser = argparse.ArgumentParser(prog="kira", description="Grounded retrieval and reasoning over images.")
+    parser = argparse.ArgumentParser(prog="kira", description="Grounded retrieval and reasoning over images.",
+                                     formatter_class=_Help)
+    parser.add_argument("--version", action="version", version=f"kira {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO (progress bars on)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", help="add images (a folder or files) to a knowledge base (created if new)")
-    p.add_argument("kb", help="knowledge base directory")
-    p.add_argument("inputs", nargs="+", help="a folder of images, or image files")
+    p = sub.add_parser("ingest", help="add images (a folder or files) to a knowledge base (created if new)",
+                       formatter_class=_Help,
+                       epilog="Document ids are paths relative to the folder without the suffix (sub/IMG_0001);\n"
+                              "a file given alone keeps its stem. Files already stored are skipped.")
+    p.add_argument("kb", help="knowledge base directory (created when it does not exist)")
+    p.add_argument("inputs", nargs="+", help="a folder of images (read recursively), or image files")
     p.add_argument("--captions", help="JSON file: file name or stem -> caption (default: <stem>.txt beside each image)")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--index", choices=("flat", "hnsw"), default="flat", help="index kind for a new knowledge base")
+    p.add_argument("--batch-size", type=int, default=16,
+                   help="images encoded and committed together; a crash loses at most one batch")
+    p.add_argument("--index", choices=("flat", "hnsw"), default="flat",
+                   help="index kind for a new knowledge base: flat is exact, hnsw is faster past ~100k chunks")
     p.add_argument("--models", help="directory of exported ONNX models (default: the embedded default stack)")
+    p.add_argument("--follow-links", action="store_true",
+                   help="follow symbolic links that lead out of the folder (skipped by default)")
+    p.add_argument("--max-pixels", type=int, default=MAX_PIXELS, help="skip images with more pixels than this")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_ingest)
 
+    variants = "\n".join(f"  {v:<16} {VARIANT_HELP.get(v, '')}" for v in VARIANTS)
     for name, helptext in (("ask", "answer a question (text and/or --image)"), ("card", "write a rationale card")):
-        p = sub.add_parser(name, help=helptext)
-        p.add_argument("kb")
-        p.add_argument("question", nargs="?", default=None)
+        p = sub.add_parser(name, help=helptext, formatter_class=_Help,
+                           epilog=f"variants (each adds to the one above):\n{variants}")
+        p.add_argument("kb", help="knowledge base directory (built with kira ingest)")
+        p.add_argument("question", nargs="?", default=None, help="the question, in quotes (optional with --image)")
         p.add_argument("--image", help="query image path")
-        p.add_argument("--top-k", type=int, default=5)
-        p.add_argument("--variant", choices=VARIANTS, default="full")
-        p.add_argument("--models", help="directory of exported ONNX models")
+        p.add_argument("--top-k", type=int, default=5, help="evidence items to retrieve and cite")
+        p.add_argument("--variant", choices=VARIANTS, default="full", help="how much of the pipeline runs (see below)")
+        p.add_argument("--models", help="directory of exported ONNX models (default: the embedded default stack)")
         p.add_argument("--levels", help="restrict retrieval to chunk levels, e.g. document,region")
         p.add_argument("--profile", help="a domain profile file (.toml or .json) to answer with instead of the "
                                          "knowledge base's own (docs/profiles.md)")
@@ -162,15 +256,25 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--card", choices=("text", "json", "html"), help="print the rationale card in this format")
             p.set_defaults(func=_cmd_ask)
         else:
-            p.add_argument("--format", choices=("text", "json", "html"), default="html")
+            p.add_argument("--format", choices=("text", "json", "html"), default="html", help="card format")
             p.set_defaults(func=_cmd_card)
 
-    p = sub.add_parser("info", help="what a knowledge base holds")
-    p.add_argument("kb")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("info", help="what a knowledge base holds", formatter_class=_Help)
+    p.add_argument("kb", help="knowledge base directory")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=_cmd_info)
 
-    p = sub.add_parser("demo", help="offline demo on images that ship with Python packages")
+    p = sub.add_parser("check", help="verify a knowledge base: database, index files and their agreement",
+                       formatter_class=_Help,
+                       epilog="Exit status 0 when everything agrees, 1 when something does not (each finding\n"
+                              "says what --repair would do), 2 when the knowledge base cannot be opened.")
+    p.add_argument("kb", help="knowledge base directory")
+    p.add_argument("--repair", action="store_true",
+                   help="rebuild what disagrees from the database (needs the writer lock)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser("demo", help="offline demo on images that ship with Python packages", formatter_class=_Help)
     p.add_argument("--out", default="kira_demo_out", help="where the HTML cards go")
     p.add_argument("--quick", action="store_true", help="fewer images and questions")
     p.set_defaults(func=_cmd_demo)
@@ -197,8 +301,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(func(args) or 0)
-    except (ValueError, FileNotFoundError) as exc:
+        with warnings.catch_warnings():
+            # kira applies its own pixel limit (--max-pixels) and says so; Pillow's warning would only repeat it
+            warnings.filterwarnings("ignore", message="Image size .* could be decompression bomb")
+            status = int(func(args) or 0)
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        # the reader went away (`kira ingest ... | head`): stop quietly, as a pipe's writer should
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # so the exit's own flush does not fail again
+        except (AttributeError, OSError, ValueError):
+            pass
+        return 141
+    except (ValueError, TypeError, OSError) as exc:
         print(f"kira {args.command}: {exc}", file=sys.stderr)
         return 2
 

@@ -11,6 +11,12 @@ namespace kira {
 
 using id_t = std::int64_t;
 
+// Largest vector size an index accepts (at construction and in a file): 2^20 floats.
+inline constexpr std::size_t kMaxDim = std::size_t{1} << 20;
+// Largest HNSW candidate list (ef_construction, ef_search, a per-call ef): beyond it a
+// graph search reserves memory for nothing a graph could use (a mutated file asked 2^60).
+inline constexpr std::size_t kMaxEf = std::size_t{1} << 20;
+
 // A set of ids a search may return ("allow"). Immutable after construction, so it is
 // safe to share between threads.
 class IdFilter {

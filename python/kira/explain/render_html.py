@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kira.explain.render_text import bounded
 from kira.reasoning.types import Claim, EvidenceItem
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ vertical-align:top;font-size:13px}
 .ev{display:flex;gap:12px;align-items:flex-start}.ev img{border:1px solid #d8dde6;max-width:160px}
 .flag{color:#b42318;font-weight:600}.ok{color:#067647}.tag{display:inline-block;background:#eef4ff;
 color:#3538cd;border-radius:4px;padding:0 6px;margin-right:4px;font-size:12px}
-.dropped{opacity:.6}
+.dropped{opacity:.6}.diag{margin-top:28px;border-top:2px solid #d8dde6}
+details summary{cursor:pointer;color:#667085;font-size:12px}
 """
 
 
@@ -79,21 +81,23 @@ def _image_size(item: EvidenceItem) -> tuple[int, int] | None:
     return None
 
 
-def _evidence_block(item: EvidenceItem, css_class: str = "") -> str:
+def _evidence_block(item: EvidenceItem, label: str, css_class: str = "") -> str:
+    """One evidence item: its image and what it says first; scores, paths and provenance folded
+    into a <details> below (no script needed)."""
     thumb = ""
     if item.thumbnail is not None:
-        thumb = f'<img alt="evidence {item.number}" src="{thumbnail_png(item.thumbnail, item.box, _image_size(item))}">'
+        thumb = f'<img alt="{_e(label)}" src="{thumbnail_png(item.thumbnail, item.box, _image_size(item))}">'
     tags = "".join(f'<span class="tag">{_e(p)}</span>' for p in item.paths)
     prov = "".join(
-        f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in (item.provenance or {}).items() if k != "image_size"
+        f"<tr><th>{_e(k)}</th><td>{_e(bounded(v))}</td></tr>"
+        for k, v in (item.provenance or {}).items() if k != "image_size"
     )
     box = f" &middot; box {_e(item.box)}" if item.box is not None else ""
-    tag = f"[Evidence {item.number}]" if item.number else "[not numbered]"
     return (
-        f'<div class="box ev {css_class}">{thumb}<div><b>{tag}</b> '
-        f"{_e(item.doc_id)} &middot; {_e(item.level)} &middot; score {item.score:.3f}{box} {tags}"
-        f"<div>{_e(item.summary) or '<i>(no description)</i>'}</div>"
-        f'<table class="muted">{prov}</table></div></div>'
+        f'<div class="box ev {css_class}">{thumb}<div><b>{_e(label)}</b> {_e(item.doc_id)}'
+        f"<div>{_e(bounded(item.summary)) or '<i>(no description)</i>'}</div>"
+        f"<details><summary>details</summary><div class='muted'>{_e(item.level)} &middot; score "
+        f"{item.score:.3f}{box} {tags}</div><table class='muted'>{prov}</table></details></div></div>"
     )
 
 
@@ -122,32 +126,37 @@ def to_html(card: RationaleCard) -> str:
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>kira rationale: {_e(question or 'image query')}</title><style>{_CSS}</style></head><body>",
         "<h1>kira rationale card</h1>",
-        f"<div class='muted'>variant {_e(card.variant)} &middot; completeness {card.completeness():.2f}</div>",
-        "<h2>Query</h2><div class='box'>",
+        "<h2>Question</h2><div class='box'>",
         f"<div>{_e(question) if question else '<i>(no question text)</i>'}</div>",
     ]
     if card.query_image is not None:
         parts.append(f"<img alt='query image' src='{thumbnail_png(card.query_image)}'>")
     parts.append("</div><h2>Answer</h2>")
-    grounding = f"<div class='muted'>overall grounding {_fmt(card.answer.grounding)}</div>"
-    parts.append(f"<div class='box answer'>{_e(card.answer.text)}{grounding}</div>")
+    parts.append(f"<div class='box answer'>{_e(card.answer.text)}</div>")
+    parts.append(f"<h2>Evidence ({len(card.pack.items)})</h2>")
+    parts += [_evidence_block(i, f"[Evidence {i.number}]") for i in card.pack.items] or [
+        "<div class='box'><i>no evidence</i></div>"]
+    if card.pack.similar:
+        parts.append(f"<h2>Similar cases: other subjects, for comparison only ({len(card.pack.similar)})</h2>")
+        parts += [_evidence_block(i, f"[Evidence {i.number}]", "similar") for i in card.pack.similar]
+    parts.append("<div class='diag'><h2>Diagnostics: how the answer was reached</h2>")
+    parts.append(f"<div class='muted'>variant {_e(card.variant)} &middot; completeness {card.completeness():.2f} "
+                 f"&middot; overall grounding {_fmt(card.answer.grounding)} (0-1: how well the evidence "
+                 "supports the claims)</div>")
     parts.append("<h2>Reasoning</h2><div class='box'><ol>")
     parts += [f"<li>{_e(step)}</li>" for step in card.answer.reasoning] or ["<li><i>none</i></li>"]
     parts.append("</ol></div><h2>Claims</h2><div class='box'>")
     if card.answer.claims:
-        parts.append("<table><tr><th>claim</th><th>cites</th><th>s_sim</th><th>s_attn</th><th>grounding</th><th></th></tr>")
+        parts.append("<table><tr><th>claim</th><th>cites</th><th title='similarity to the cited evidence'>s_sim</th>"
+                     "<th title='attention on the cited evidence'>s_attn</th><th>grounding</th><th></th></tr>")
         parts += [_claim_row(c) for c in card.answer.claims]
         parts.append("</table>")
     else:
         parts.append("<i>no claims</i>")
-    parts.append(f"</div><h2>Evidence ({len(card.pack.items)})</h2>")
-    parts += [_evidence_block(i) for i in card.pack.items] or ["<div class='box'><i>no evidence</i></div>"]
-    if card.pack.similar:
-        parts.append(f"<h2>Similar cases: other subjects, for comparison only ({len(card.pack.similar)})</h2>")
-        parts += [_evidence_block(i) for i in card.pack.similar]
+    parts.append("</div>")
     if card.pack.dropped:
-        parts.append(f"<h2>Dropped by the critic ({len(card.pack.dropped)})</h2>")
-        parts += [_evidence_block(i, "dropped") for i in card.pack.dropped]
+        parts.append(f"<h2>Dropped by the critic ({len(card.pack.dropped)}) - not citable</h2>")
+        parts += [_evidence_block(i, f"[Dropped {n}]", "dropped") for n, i in enumerate(card.pack.dropped, start=1)]
     parts.append("<h2>Retrieval trail</h2><div class='box'><table>")
     parts.append(f"<tr><th>query expansions</th><td>{_e('; '.join(card.expansions)) or 'none'}</td></tr>")
     if card.hops:
@@ -179,5 +188,5 @@ def to_html(card: RationaleCard) -> str:
     missing = card.missing_fields()
     if missing:
         parts.append(f"<div class='muted'>missing for completeness: {_e(', '.join(missing))}</div>")
-    parts.append("</body></html>")
+    parts.append("</div></body></html>")
     return "".join(parts)

@@ -22,26 +22,52 @@ def _count(value: Any) -> str:
     return str(value)
 
 
-def _evidence_line(item: EvidenceItem) -> str:
+MAX_SUMMARY_CHARS = 600
+"""A card shows at most this much of one evidence summary (a stored caption may be megabytes)."""
+
+
+def bounded(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
+    """`text` on one line, cut at `limit` characters with a note of how much was left out."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+
+
+def _evidence_plain(item: EvidenceItem) -> str:
+    return f"  [Evidence {item.number}] {item.doc_id}: {bounded(item.summary) or '(no description)'}"
+
+
+def _evidence_detail(item: EvidenceItem, label: str) -> str:
     box = f" box={item.box}" if item.box is not None else ""
-    return f"  {item.render()}{box}"
+    paths = "+".join(item.paths) if item.paths else "-"
+    return f"  {label} doc={item.doc_id} level={item.level} score={item.score:.3f} paths={paths}{box}"
 
 
 def to_text(card: RationaleCard) -> str:
-    """The card as readable text: query, answer, claims with grounding, evidence, retrieval trail, timings."""
+    """The card as readable text: the question, the answer and its evidence first; then the
+    diagnostics (grounding scores, reasoning, claims, scores and paths of each item, what the
+    critic dropped, numbered apart as [Dropped N], the retrieval trail, timings)."""
     lines: list[str] = ["KIRA RATIONALE CARD", _RULE]
     question = (card.question or "").strip()
     lines.append(f"Question: {question or '(none)'}")
     if card.query_image is not None:
         h, w = card.query_image.shape[:2]
         lines.append(f"Query image: {w}x{h} thumbnail")
-    lines.append(f"Variant: {card.variant}")
     lines += [_RULE, "Answer:", f"  {card.answer.text}"]
+    lines += ["", f"Evidence ({len(card.pack.items)}):"]
+    lines += [_evidence_plain(i) for i in card.pack.items] or ["  (none)"]
+    if card.pack.similar:
+        lines += ["", f"Similar cases: other subjects than {card.pack.subject or 'the one asked about'}, "
+                      f"for comparison only ({len(card.pack.similar)}):"]
+        lines += [_evidence_plain(i) for i in card.pack.similar]
+    lines += ["", _RULE, "DIAGNOSTICS (how the answer was reached)", _RULE]
+    lines.append(f"Variant: {card.variant}")
     if card.answer.grounding is not None:
-        lines.append(f"  overall grounding: {card.answer.grounding:.3f}")
+        lines.append(f"Overall grounding: {card.answer.grounding:.3f} (0-1: how well the evidence supports the claims)")
     lines.append("Reasoning:")
     lines += [f"  {n}. {step}" for n, step in enumerate(card.answer.reasoning, start=1)] or ["  (none)"]
-    lines.append("Claims:")
+    lines.append("Claims (s_sim: similarity to the cited evidence, s_attn: attention on it):")
     if not card.answer.claims:
         lines.append("  (none)")
     for n, claim in enumerate(card.answer.claims, start=1):
@@ -52,15 +78,13 @@ def to_text(card: RationaleCard) -> str:
             f"  {n}. {claim.text}\n     cites {cites}{bad}; s_sim={_fmt(claim.s_sim)} "
             f"s_attn={_fmt(claim.s_attn)} grounding={_fmt(claim.grounding)}{flag}"
         )
-    lines += [_RULE, f"Evidence ({len(card.pack.items)}):"]
-    lines += [_evidence_line(i) for i in card.pack.items] or ["  (none)"]
-    if card.pack.similar:
-        lines.append(f"Similar cases: other subjects than {card.pack.subject or 'the one asked about'}, "
-                     f"for comparison only ({len(card.pack.similar)}):")
-        lines += [_evidence_line(i) for i in card.pack.similar]
+    lines.append("Evidence scores and retrieval paths:")
+    lines += [_evidence_detail(i, f"[Evidence {i.number}]") for i in card.pack.items] or ["  (none)"]
     if card.pack.dropped:
-        lines.append(f"Dropped by the critic ({len(card.pack.dropped)}):")
-        lines += [_evidence_line(i) for i in card.pack.dropped]
+        lines.append(f"Dropped by the critic ({len(card.pack.dropped)}) - not citable, numbered apart:")
+        for n, item in enumerate(card.pack.dropped, start=1):
+            lines.append(_evidence_detail(item, f"[Dropped {n}]"))
+            lines.append(f"      {bounded(item.summary) or '(no description)'}")
     lines.append(_RULE)
     if card.expansions:
         lines.append("Query expansions: " + "; ".join(card.expansions))

@@ -20,8 +20,8 @@ are behind the database (a deferred checkpoint, a crash) are brought up to date 
 
 from __future__ import annotations
 
-import importlib
 import io
+import zipfile
 import json
 import logging
 import os
@@ -35,9 +35,12 @@ import numpy as np
 from kira import _core
 from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
+from kira.knowledge_base.adapters import adapter_name, is_registered, registered_adapters, resolve_adapter
+from kira.knowledge_base.inputs import clean_text, tags_arg
 from kira.knowledge_base.chunker import LEVELS, ImagePlan, describe, plan_image
 from kira.knowledge_base.store import DocumentRow, Store
-from kira.knowledge_base.vectors import INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces, write_json_atomic
+from kira.knowledge_base.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces, remove_stale_temporaries,
+                                         write_json_atomic)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,6 +53,11 @@ THUMBNAIL_SIDE = 160
 ENCODE_BATCH = 64  # crops / texts per encoder call
 
 
+MAX_LEXICAL_CHARS = 20_000
+"""What of one chunk's text the lexical (BM25) index reads: a few thousand words, well past
+any caption or passage it ranks by, so a 10 MB caption no longer costs seconds per commit."""
+
+
 def _thumbnail_png(image: np.ndarray) -> bytes:
     from PIL import Image
 
@@ -60,8 +68,16 @@ def _thumbnail_png(image: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+MAX_ENCODED_CHARS = 8192
+"""What of one text is handed to the text encoder: far past any sentence encoder's own token
+limit (all-MiniLM-L6-v2 reads 256 tokens), so no vector changes, while a 10 MB caption is no
+longer tokenised whole (19 s per add_image). The stored caption and description keep the
+full text."""
+
+
 def _encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:
-    """Encode each distinct text once."""
+    """Encode each distinct text once (its first `MAX_ENCODED_CHARS` characters)."""
+    texts = [t[:MAX_ENCODED_CHARS] for t in texts]
     unique = list(dict.fromkeys(texts))
     vectors = _encode(encoder, unique)
     if len(unique) == len(texts):
@@ -86,6 +102,38 @@ def _group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return str(value[0]), float(value[1])
     raise ValueError(f"{what} must be a group id (str) or (group_id, position); got {value!r}")
+
+
+def _check_archive(path: Path) -> None:
+    """Raise zipfile.BadZipFile when `path` is a .npz archive that is damaged (each member's
+    checksum is read), before numpy opens it: a damaged archive must mean a refit, not an
+    error on every text ask."""
+    if path.suffix != ".npz" or not path.is_file():
+        return
+    with open(path, "rb") as fh, zipfile.ZipFile(fh) as archive:
+        bad = archive.testzip()
+    if bad is not None:
+        raise zipfile.BadZipFile(f"{path}: member {bad} is damaged")
+
+
+def _read_config(path: Path) -> KiraConfig:
+    """The stored KiraConfig (the defaults when the file is absent). Raises ValueError naming the
+    file when it is not a JSON object of config fields."""
+    if not path.is_file():
+        return KiraConfig()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); restore it, or delete it to answer with the "
+                         "default constants") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object of config fields; restore it, "
+                         "or delete it to answer with the default constants")
+    try:
+        return KiraConfig.from_dict(data)
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise ValueError(f"{path} does not hold a kira configuration ({exc}); restore it, or delete it to "
+                         "answer with the default constants") from None
 
 
 class KnowledgeBase:
@@ -206,20 +254,29 @@ class KnowledgeBase:
         """
         path = Path(path)
         if not (path / "kira.sqlite").is_file():
-            raise ValueError(f"{path} is not a kira knowledge base (no kira.sqlite); create one with KnowledgeBase.create")
-        config = KiraConfig()
-        if (path / CONFIG_FILE).is_file():
-            config = KiraConfig.from_dict(json.loads((path / CONFIG_FILE).read_text()))
+            raise ValueError(f"{path} is not a kira knowledge base (no kira.sqlite); create one with "
+                             f"`kira ingest {path} FOLDER` or KnowledgeBase.create")
+        config = _read_config(path / CONFIG_FILE)
+        lock_fd = None
         if not read_only:
             probe = cls.__new__(cls)
             probe.path = path
             probe._lock_fd = None
             probe._take_lock()
             lock_fd = probe._lock_fd
-        store = Store(path, read_only=read_only)
-        kb = cls(path, store, config, models, read_only=read_only)
-        if not read_only:
-            kb._lock_fd = lock_fd
+        store = None
+        try:
+            if lock_fd is not None:
+                remove_stale_temporaries(path)  # the lock is ours: no save is in flight
+            store = Store(path, read_only=read_only)
+            kb = cls(path, store, config, models, read_only=read_only)
+        except BaseException:
+            if store is not None:
+                store.close()
+            if lock_fd is not None:
+                os.close(lock_fd)
+            raise
+        kb._lock_fd = lock_fd
         return kb
 
     def _take_lock(self) -> None:
@@ -246,6 +303,8 @@ class KnowledgeBase:
         self.repair = self.vectors.open(self.store)
         if not self.repair.clean and not self.read_only:
             self.vectors.save(self.store.generation())
+        elif self.vectors.manifest_outdated and not self.read_only and not self.vectors.unsaved:
+            self.vectors.write_manifest(self.store.generation())  # the files hold every row: add the digests
 
     # ---- models -----------------------------------------------------------------------
     @property
@@ -306,12 +365,14 @@ class KnowledgeBase:
         doc id, or a read-only knowledge base. Nothing is stored on error.
         """
         self._writable()
+        caption, tags = clean_text(caption, "caption"), tags_arg(tags)
         source = str(image) if isinstance(image, (str, os.PathLike)) else None
         pixels = load_image(image)
         if doc_id is None:
             doc_id = Path(source).stem if source else f"doc-{self.store.count_documents() + 1}"
+        doc_id = clean_text(str(doc_id), "doc_id")
         self._add_images([
-            dict(pixels=pixels, doc_id=str(doc_id), caption=caption, tags=tuple(tags), metadata=dict(metadata or {}),
+            dict(pixels=pixels, doc_id=str(doc_id), caption=caption, tags=tags, metadata=dict(metadata or {}),
                  source=source, sequence=sequence, view=view)
         ])
         return str(doc_id)
@@ -334,6 +395,10 @@ class KnowledgeBase:
         image is stored text-only. Raises ValueError for a duplicate id or no content.
         """
         self._writable()
+        caption, tags = clean_text(caption, "caption"), tags_arg(tags)
+        if isinstance(passages, str):
+            raise TypeError("passages must be a list of strings, not one string; wrap it: passages=[text]")
+        passages = [p for p in (clean_text(p, "each passage") for p in passages) if p]
         if not images and not passages and not caption:
             raise ValueError("add_document needs images, passages or a caption")
         items = []
@@ -533,6 +598,10 @@ class KnowledgeBase:
         """Pick up commits made by another process since this one looked; returns whether any were."""
         if self.store is None or self.store.in_transaction:
             return False
+        with self.store.snapshot():  # the generation and every row read below from one committed state
+            return self._refresh()
+
+    def _refresh(self) -> bool:
         generation = self.store.generation()
         if generation == self._seen_generation:
             return False
@@ -708,7 +777,7 @@ class KnowledgeBase:
         for _cid, description, doc_id, metadata in rows:
             values = json.loads(metadata or "{}") if metadata else {}
             extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
-            texts.append(f"{description or ''} {doc_id.replace('-', ' ')} {extra}")
+            texts.append(f"{(description or '')[:MAX_LEXICAL_CHARS]} {doc_id.replace('-', ' ')} {extra[:MAX_LEXICAL_CHARS]}")
         return [int(r[0]) for r in rows], texts
 
     def _lexical_index(self) -> Any:
@@ -805,8 +874,9 @@ class KnowledgeBase:
         """Store a domain adapter with the knowledge base and re-project the visual index.
 
         `adapter` has ``apply(vectors) -> vectors``, ``save(path)`` and a ``load(path)``
-        classmethod, and is defined in a ``kira.`` module (only those are re-imported on
-        open: no code is loaded from the knowledge base itself). None removes the adapter.
+        classmethod, and its class is registered in `kira.knowledge_base.adapters` (only
+        those are imported on open: no code is named by the knowledge base itself).
+        None removes the adapter. Raises ValueError for an unregistered class.
         Queries in the visual space go through the same ``apply``. Commits.
         """
         self._writable()
@@ -817,15 +887,19 @@ class KnowledgeBase:
             self.store.set_meta("adapter_class", "")
         else:
             cls = type(adapter)
-            if not cls.__module__.startswith("kira."):
-                raise ValueError(f"adapters must come from kira (kira.adapt); got {cls.__module__}.{cls.__qualname__}")
+            if not is_registered(cls):
+                raise ValueError(
+                    f"{cls.__module__}.{cls.__qualname__} is not a registered adapter (allowed: "
+                    f"{', '.join(registered_adapters())}); register it with "
+                    "kira.knowledge_base.adapters.register_adapter"
+                )
             tmp = self.path / "adapter.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
             adapter.save(tmp / "adapter.npz")
             shutil.rmtree(target, ignore_errors=True)
             os.replace(tmp, target)
-            self.store.set_meta("adapter_class", f"{cls.__module__}:{cls.__qualname__}")
+            self.store.set_meta("adapter_class", adapter_name(cls))
         # readers compare this on refresh: a changed adapter means a re-projected visual index to load
         self.store.set_meta("adapter_version", str(int(self.store.get_meta("adapter_version", "0") or 0) + 1))
         self._adapter = adapter
@@ -837,13 +911,7 @@ class KnowledgeBase:
         name = self.store.get_meta("adapter_class") or ""
         if not name:
             return None
-        module_name, _, qualname = name.partition(":")
-        if not module_name.startswith("kira."):
-            raise ValueError(f"refusing to load adapter class {name!r}: not a kira module")
-        cls: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
-        return cls.load(self.path / "adapter" / "adapter.npz")
+        return resolve_adapter(name).load(self.path / "adapter" / "adapter.npz")
 
     def _adapter_transform(self, raw_dim: int):
         if self._adapter is None:
@@ -881,8 +949,10 @@ class KnowledgeBase:
             current = fitted_on >= 2 and abs(len(ids) - fitted_on) <= BRIDGE_REFIT_SHARE * fitted_on
             if current and self.store.get_meta("bridge_file"):
                 try:
-                    bridge = TextToImageBridge.load(self.path / (self.store.get_meta("bridge_file") or ""))
-                except (OSError, ValueError) as exc:
+                    stored = self.path / (self.store.get_meta("bridge_file") or "")
+                    _check_archive(stored)
+                    bridge = TextToImageBridge.load(stored)
+                except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
                     log.warning("stored bridge is unreadable (%s); refitting", exc)
             if bridge is None:
                 text = self.store.vectors("text", ids, self.vectors.dims["text"])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -39,6 +40,9 @@ import numpy as np
 
 SCHEMA_VERSION = 2
 DB_NAME = "kira.sqlite"
+MAX_DESCRIPTION_CHARS = 8192
+"""A chunk description longer than this is cut when stored: a 10 MB caption made every ask
+that retrieved it take 40 s and 3.5 GB (tokenised, verified and quoted whole)."""
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -150,7 +154,9 @@ class Store:
     read_only: open with `mode=ro`; writes raise sqlite3.OperationalError.
     create: create the schema if the database is new.
 
-    Raises ValueError when the database was written by a newer kira (schema too new).
+    Raises ValueError when the database was written by a newer kira (schema too new), or
+    (without `create`) when it holds no kira schema at all: a zero-byte or blank
+    ``kira.sqlite`` is refused, never silently re-created as an empty knowledge base.
     """
 
     def __init__(self, directory: Path, *, read_only: bool = False, create: bool = False) -> None:
@@ -161,6 +167,15 @@ class Store:
             self.conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         else:
             self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        if not create and self.schema_version() == 0:  # read before any pragma writes to the file
+            size = self.path.stat().st_size if self.path.exists() else 0
+            self.conn.close()
+            raise ValueError(
+                f"{self.path} holds no knowledge base (an empty database, {size} bytes): the index files beside "
+                "it cannot be trusted to match anything. Restore kira.sqlite from a backup, or move the "
+                "directory away and build a new knowledge base with `kira ingest`"
+            )
+        if not read_only:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
@@ -183,6 +198,9 @@ class Store:
             row = self.conn.execute("SELECT version FROM schema_version").fetchone()
         except sqlite3.OperationalError:
             return 0
+        except sqlite3.DatabaseError as exc:  # "file is not a database" and the like
+            raise ValueError(f"{self.path} is damaged or not a kira database ({exc}); restore it from a "
+                             "backup") from None
         return int(row[0]) if row else 0
 
     def _migrate(self) -> None:
@@ -209,6 +227,26 @@ class Store:
     @property
     def in_transaction(self) -> bool:
         return self._in_tx
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Run the reads inside the block against one committed state of the database.
+
+        Outside a transaction every statement sees the latest commit, so two reads (the new
+        chunk ids, then their vectors) can straddle another process's commit. Inside this
+        block they all see the state of the first read (a deferred read transaction; WAL
+        readers never block the writer, nor the writer them). Within an open write
+        transaction, or a snapshot already open, it adds nothing: those already read one state.
+        """
+        if self._in_tx or self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")  # a read transaction: commit and rollback both just end it
 
     def commit(self) -> int:
         """Bump the generation counter and commit; returns the new generation."""
@@ -298,8 +336,12 @@ class Store:
         visual: np.ndarray | None,
         text: np.ndarray | None,
     ) -> int:
-        """Insert one chunk with its raw vectors; returns its new id."""
+        """Insert one chunk with its raw vectors; returns its new id. The description is cut at
+        `MAX_DESCRIPTION_CHARS` (what retrieval and reasoning read of one chunk; the document's
+        caption and a passage's text are stored whole in their own tables)."""
         self.begin()
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            description = description[:MAX_DESCRIPTION_CHARS]
         x0, y0, x1, y1 = box if box is not None else (None, None, None, None)
         cur = self.conn.execute(
             "INSERT INTO chunks(doc_id, level, parent_id, x0, y0, x1, y1, description, visual, text) "
@@ -382,20 +424,71 @@ class Store:
             return None
 
     def vectors(self, space: str, ids: Sequence[int] | np.ndarray, dim: int) -> np.ndarray:
-        """float32 (n, dim) raw vectors of `ids` in `space` ('visual' or 'text'), in the given order."""
-        column = _space_column(space)
+        """float32 (n, dim) raw vectors of `ids` in `space` ('visual' or 'text'), in the given order;
+        a zero row for an id that is not stored or has no vector in `space` (see `stored_vectors`)."""
         out = np.zeros((len(ids), dim), dtype=np.float32)
+        found, vecs = self.stored_vectors(space, ids, dim)
         position = {int(i): n for n, i in enumerate(ids)}
-        id_list = list(position)
+        for row, cid in enumerate(found.tolist()):
+            out[position[cid]] = vecs[row]
+        return out
+
+    def stored_vectors(self, space: str, ids: Sequence[int] | np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the ids of `ids` that have a stored vector in `space`, in the given order; their float32
+        (m, dim) vectors). An id removed meanwhile, or without a vector in `space`, is left out.
+
+        Raises ValueError naming the chunk when a stored vector does not hold `dim` float32 values.
+        """
+        column = _space_column(space)
+        blobs: dict[int, bytes] = {}
+        id_list = list(dict.fromkeys(int(i) for i in ids))
         for start in range(0, len(id_list), 900):
             part = id_list[start : start + 900]
             rows = self.conn.execute(
-                f"SELECT id, {column} FROM chunks WHERE id IN ({','.join('?' * len(part))})", part
+                f"SELECT id, {column} FROM chunks WHERE id IN ({','.join('?' * len(part))}) AND {column} IS NOT NULL",
+                part,
             )
-            for cid, blob in rows:
-                if blob is not None:
-                    out[position[int(cid)]] = np.frombuffer(blob, dtype="<f4", count=dim)
-        return out
+            blobs.update((int(cid), blob) for cid, blob in rows)
+        found = [i for i in id_list if i in blobs]
+        out = np.zeros((len(found), dim), dtype=np.float32)
+        for row, cid in enumerate(found):
+            blob = blobs[cid]
+            if len(blob) != 4 * dim:
+                raise ValueError(
+                    f"chunk {cid}'s stored {space} vector holds {len(blob)} bytes, not {dim} float32 values; "
+                    "the database is damaged (run `kira check` on the knowledge base)"
+                )
+            out[row] = np.frombuffer(blob, dtype="<f4", count=dim)
+        return np.asarray(found, dtype=np.int64), out
+
+    def usable_vectors(self, space: str, ids: Sequence[int] | np.ndarray,
+                       dim: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+        """As `stored_vectors`, but a damaged vector (wrong length, NaN/inf, all zeros) is left
+        out too: (ids, vectors, {chunk id: what is wrong with its vector})."""
+        column = _space_column(space)
+        damaged: dict[int, str] = {}
+        try:
+            found, vecs = self.stored_vectors(space, ids, dim)
+        except ValueError:  # some blob has the wrong length: read them one by one
+            keep_ids, keep = [], []
+            for cid in dict.fromkeys(int(i) for i in ids):
+                row = self.conn.execute(f"SELECT {column} FROM chunks WHERE id = ? AND {column} IS NOT NULL",
+                                        (cid,)).fetchone()
+                if row is None:
+                    continue
+                if len(row[0]) != 4 * dim:
+                    damaged[cid] = f"{len(row[0])} bytes instead of {4 * dim}"
+                    continue
+                keep_ids.append(cid)
+                keep.append(np.frombuffer(row[0], dtype="<f4", count=dim))
+            found = np.asarray(keep_ids, dtype=np.int64)
+            vecs = np.asarray(keep, dtype=np.float32).reshape(len(keep), dim)
+        finite = np.isfinite(vecs).all(axis=1)
+        nonzero = np.abs(np.where(np.isfinite(vecs), vecs, 0)).sum(axis=1) > 0
+        ok = finite & nonzero
+        for cid, fin in zip(found[~ok].tolist(), finite[~ok].tolist()):
+            damaged[int(cid)] = "NaN or inf values" if not fin else "all zeros"
+        return found[ok], np.ascontiguousarray(vecs[ok]), damaged
 
     def iter_vectors(self, space: str, dim: int, *, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every (ids, vectors) in `space`, in batches, ordered by id."""
