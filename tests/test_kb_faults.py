@@ -292,3 +292,33 @@ def test_a_manifest_without_id_digests_is_verified_once_then_upgraded(kb_path):
     assert all("ids" in e for e in json.loads((kb_path / "manifest.json").read_text())["spaces"].values())
     with KnowledgeBase.open(kb_path, models=FakeStack(), read_only=True) as kb:
         assert not kb.vectors.manifest_outdated
+
+
+class _Halve:
+    """A registered test adapter: halves every vector (cosine search is unchanged by it)."""
+
+    def apply(self, vectors):
+        return np.asarray(vectors, np.float32) * 0.5
+
+    def save(self, path):
+        np.savez(path, scale=np.float32(0.5))
+        return path
+
+    @classmethod
+    def load(cls, path):
+        with np.load(path) as data:
+            assert float(data["scale"]) == 0.5
+        return cls()
+
+
+def test_a_registered_adapter_is_stored_and_resolved_on_open(kb_path):
+    from kira.knowledge_base.adapters import adapter_name, register_adapter, registered_adapters, resolve_adapter
+
+    with pytest.raises(TypeError, match="no apply, save, load"):
+        register_adapter(type("Nothing", (), {}))
+    assert register_adapter(_Halve) is _Halve and adapter_name(_Halve) in registered_adapters()
+    assert resolve_adapter(adapter_name(_Halve)) is _Halve
+    with KnowledgeBase.open(kb_path, models=FakeStack()) as kb:
+        kb.set_adapter(_Halve())
+    with KnowledgeBase.open(kb_path, models=FakeStack(), read_only=True) as kb:
+        assert type(kb.adapter).__name__ == "_Halve" and kb.stats()["adapter"] == adapter_name(_Halve)

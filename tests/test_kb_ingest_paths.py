@@ -99,3 +99,21 @@ def test_a_missing_folder_is_a_value_error(kb, tmp_path):
     empty.mkdir()
     summary = kb.ingest(empty)
     assert summary.found == 0 and not summary.added and not summary.skipped
+
+
+def test_a_link_loop_inside_the_folder_is_read_once(kb, tmp_path):
+    root = tmp_path / "photos"
+    _save(root / "a" / "cat.png", 1)
+    (root / "a" / "loop").symlink_to(root / "a", target_is_directory=True)
+    (root / "again").symlink_to(root / "a", target_is_directory=True)
+    summary = kb.ingest(root)
+    assert summary.added == ["a/cat"]
+    assert {os.path.basename(p) for p, _ in summary.skipped} == {"loop", "again"}
+
+
+def test_a_knowledge_base_in_a_folder_named_with_uri_characters_opens_read_only(tmp_path):
+    path = tmp_path / "kb #1?x=2"
+    with KnowledgeBase.create(path, models=FakeStack()) as kb:
+        kb.ingest(_save(tmp_path / "cat.png", 1))
+    with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as reader:
+        assert list(reader.documents()) == ["cat"]

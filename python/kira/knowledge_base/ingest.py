@@ -128,17 +128,21 @@ def _walk(root: Path, follow_links: bool) -> tuple[list[Path], list[tuple[str, s
     found: list[Path] = []
     skipped: list[tuple[str, str]] = []
     real_root = root.resolve()
+    seen_dirs = {real_root}  # every folder is read once, however many links lead to it (no loops)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         here = Path(dirpath)
         keep = []
         for d in sorted(dirnames):
             sub = here / d
-            if sub.is_symlink() and not (follow_links or _inside(sub.resolve(), real_root)):
-                skipped.append((str(sub), f"symbolic link to {printable(sub.resolve())}, outside the ingest folder; "
+            target = sub.resolve()
+            if sub.is_symlink() and not (follow_links or _inside(target, real_root)):
+                skipped.append((str(sub), f"symbolic link to {printable(target)}, outside the ingest folder; "
                                           "pass follow_links=True (kira ingest --follow-links) to read it"))
-            elif sub.is_symlink() and _inside(real_root, sub.resolve()):
-                skipped.append((str(sub), "symbolic link to a folder holding the ingest folder (a loop)"))
+            elif target in seen_dirs or _inside(real_root, target):
+                skipped.append((str(sub), f"symbolic link to {printable(target)}, a folder read already (a loop "
+                                          "or a second way in)"))
             else:
+                seen_dirs.add(target)
                 keep.append(d)
         dirnames[:] = keep
         for name in sorted(filenames):

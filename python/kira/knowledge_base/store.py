@@ -29,7 +29,9 @@ Thread safety: one `Store` object belongs to one thread; open another for anothe
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import urllib.parse
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -163,7 +165,8 @@ class Store:
         self.path = Path(directory) / DB_NAME
         self.read_only = read_only
         if read_only:
-            uri = f"file:{self.path}?mode=ro"
+            # percent-encoded: a '?' or '#' in a folder name would otherwise end the path early
+            uri = f"file:{urllib.parse.quote(os.fsencode(self.path.absolute()))}?mode=ro"
             self.conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         else:
             self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
