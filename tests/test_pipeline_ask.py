@@ -278,3 +278,24 @@ def test_every_hnsw_search_of_an_ask_uses_the_configured_ef(tmp_path, monkeypatc
     kinds = {kind for kind, _ in seen}
     assert kinds == {"search", "hops"} and len(seen) >= 4  # visual, text, fine, feedback searches and the hops
     assert all(ef == 77 for _, ef in seen), seen
+
+
+def test_bad_question_and_top_k_get_clear_errors_and_undecodable_bytes_are_replaced(kb):
+    with pytest.raises(ValueError, match="top_k must be an integer"):
+        Kira(kb).ask("blue", top_k=1.5)
+    with pytest.raises(TypeError, match="question must be a str"):
+        Kira(kb).ask(b"blue sky")
+    result = Kira(kb).ask("blue sky \udcff", variant="dual_path")  # a lone surrogate from a non-UTF-8 argv
+    assert result.evidence.items[0].doc_id == "blue"
+    assert "\udcff" not in (result.question or "")
+
+
+def test_a_huge_caption_reaches_reasoning_bounded(tmp_path):
+    from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
+        kb.add_image(flat(BLUE), doc_id="big", caption="blue sky " * 200_000)
+        kb.commit()
+        result = Kira(kb).ask("blue sky", variant="grounded")
+        assert all(len(i.provenance.get("caption", "")) <= MAX_DESCRIPTION_CHARS for i in result.evidence.items)
+        assert len(result.answer.text) < 3 * MAX_DESCRIPTION_CHARS

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
 from kira.reasoning.types import EvidenceItem
 
 
@@ -42,8 +43,8 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
             provenance["source"] = doc.source
         provenance.update(chunk_id=cid, parent_id=row.parent_id)
         if doc is not None:
-            if doc.caption:
-                provenance["caption"] = doc.caption
+            if doc.caption:  # what reasoning reads of a caption, as much as is stored per chunk
+                provenance["caption"] = doc.caption[:MAX_DESCRIPTION_CHARS]
             if doc.tags:
                 provenance["tags"] = list(doc.tags)
             if doc.metadata:

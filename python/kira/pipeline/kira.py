@@ -184,9 +184,9 @@ class Kira:
             raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
             raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
-        if question is not None and not isinstance(question, str):
-            raise TypeError(f"question must be a string; got {type(question).__name__}")
-        question = (question or "").strip()
+        from kira.knowledge_base.inputs import clean_text
+
+        question = (clean_text(question, "question") or "").strip()  # undecodable bytes become U+FFFD
         pixels = load_image(image) if image is not None else None
         if not question and pixels is None:
             raise ValueError("ask needs a question, an image, or both")
