@@ -107,3 +107,19 @@ def test_both_engines_tokenize_smollm2_alike_and_agree_on_the_next_token():
     a, b = fast.next_token_logits(fast.chat_ids(text)), slow.next_token_logits(slow.chat_ids(text))
     assert int(np.argmax(a)) == int(np.argmax(b))
     assert np.corrcoef(a, b)[0, 1] > 0.99
+
+
+def test_smollm_prefers_llama_cpp_and_its_critic_reads_yes_no_from_the_vocabulary(tiny_gguf):  # noqa: F811
+    from kira.models.lm import SmolLM, SmolLMCritic
+
+    auto = SmolLM(tiny_gguf[0], threads=1)
+    forced = SmolLM(tiny_gguf[0], engine="numpy")
+    assert auto.engine_name == "llama.cpp" and forced.engine_name == "numpy"
+    # same prompt ids (ChatML: the tiny file has no template), and Yes/No found in both vocabularies
+    assert auto.chat_ids("ab") == forced.chat_ids("ab")
+    a, b = SmolLMCritic(auto), SmolLMCritic(forced)
+    assert a.yes == b.yes and a.no == b.no and a.yes
+    pa, pb = a.relevance("q?", ["one", "two"]), b.relevance("q?", ["one", "two"])
+    np.testing.assert_allclose(pa, pb, atol=5e-3)
+    with pytest.raises(ValueError, match="engine must be one of"):
+        SmolLM(tiny_gguf[0], engine="vllm")
