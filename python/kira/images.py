@@ -117,7 +117,7 @@ def _from_pil(im: Any, max_pixels: int) -> np.ndarray:
             if not np.isfinite(a).all():
                 raise ImageError("image contains NaN or inf pixels; clean it before adding")
             return _from_array(_rescale_float(a), max_pixels)
-        return _from_array(a.astype(np.int64) if a.max(initial=0) > 255 else a.astype(np.uint8), max_pixels)
+        return _from_array(a.astype(np.int64), max_pixels)  # never wrap: above 255 or below 0 is rescaled or clipped
     return np.ascontiguousarray(np.asarray(im.convert("RGB"), dtype=np.uint8))
 
 
