@@ -123,3 +123,16 @@ def test_smollm_prefers_llama_cpp_and_its_critic_reads_yes_no_from_the_vocabular
     np.testing.assert_allclose(pa, pb, atol=5e-3)
     with pytest.raises(ValueError, match="engine must be one of"):
         SmolLM(tiny_gguf[0], engine="vllm")
+
+
+def test_language_model_generator_from_gguf_runs_on_llama_cpp(tiny_gguf):  # noqa: F811
+    from kira.reasoning.lm_generator import LanguageModelGenerator
+    from kira.reasoning.types import EvidenceItem, EvidencePack
+
+    gen = LanguageModelGenerator.from_gguf(tiny_gguf[0], threads=1, max_new_tokens=4)
+    numpy_gen = LanguageModelGenerator.from_gguf(tiny_gguf[0], engine="numpy", max_new_tokens=4)
+    assert gen.lm.engine_name == "llama.cpp" and numpy_gen.lm.engine_name == "numpy"
+    assert gen.lm.complete("ab", max_new_tokens=4) == numpy_gen.lm.complete("ab", max_new_tokens=4)
+    pack = EvidencePack.from_items("q?", [EvidenceItem(0, 1, "d1", "document", 0.9, ("text",), "ab ab")])
+    with pytest.raises(ValueError, match="256-token context; shorten it"):  # the tiny model's context
+        gen.generate("q?", pack)
