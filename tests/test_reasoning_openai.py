@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
@@ -28,6 +29,8 @@ class _Server:
         self.requests: list[dict[str, Any]] = []
         self.status = 200
         self.body: bytes = json.dumps({"choices": [{"message": {"role": "assistant", "content": REPLY}}]}).encode()
+        # replies to serve first, one per request: (status, extra headers, body or None for self.body, delay s)
+        self.script: list[tuple[int, dict[str, str], bytes | None, float]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,11 +39,20 @@ class _Server:
                 outer.requests.append(
                     {"path": self.path, "headers": dict(self.headers), "json": json.loads(self.rfile.read(length))}
                 )
-                self.send_response(outer.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(outer.body)))
-                self.end_headers()
-                self.wfile.write(outer.body)
+                status, extra, body, delay = outer.script.pop(0) if outer.script else (outer.status, {}, None, 0.0)
+                body = outer.body if body is None else body
+                if delay:
+                    time.sleep(delay)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    for k, v in extra.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -107,7 +119,7 @@ def test_no_key_no_authorization_header(server, monkeypatch) -> None:
 def test_http_errors_are_clear(server) -> None:
     server.status, server.body = 503, b'{"error": "model is loading"}'
     with pytest.raises(GenerationError, match="HTTP 503.*model is loading"):
-        OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
+        OpenAICompatibleGenerator(server.url, "m", timeout=5, retries=0).generate("q", _pack())
     server.status, server.body = 200, b"<html>not json</html>"
     with pytest.raises(GenerationError, match="not JSON"):
         OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
@@ -119,8 +131,8 @@ def test_http_errors_are_clear(server) -> None:
 def test_unreachable_server_is_a_clear_error() -> None:
     with _Server() as s:
         url = s.url
-    with pytest.raises(GenerationError, match="could not reach"):
-        OpenAICompatibleGenerator(url, "m", timeout=2).generate("q", _pack())
+    with pytest.raises(GenerationError, match="could not reach.*after 1 attempt"):
+        OpenAICompatibleGenerator(url, "m", timeout=2, retries=0).generate("q", _pack())
 
 
 def test_empty_pack_does_not_call_the_server(server) -> None:
@@ -155,3 +167,86 @@ def test_language_model_generator_prompts_with_the_pack_and_parses_the_completio
     assert FakeLM.prompt.endswith("Reasoning:") and "[Evidence 2] (doc=xr2" in FakeLM.prompt
     assert answer.reasoning == ("both items say pneumonia.",)
     assert answer.citations == (1,)
+
+
+@pytest.fixture()
+def waits(monkeypatch) -> list[float]:
+    """The generator's backoff sleeps, recorded instead of slept."""
+    from kira.reasoning import openai_generator
+
+    recorded: list[float] = []
+    monkeypatch.setattr(openai_generator, "_sleep", recorded.append)
+    return recorded
+
+
+def test_429_is_retried_after_the_servers_retry_after(server, waits) -> None:
+    server.script = [(429, {"Retry-After": "7"}, b'{"error": "rate limited"}', 0.0)]
+    answer = OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
+    assert answer.citations == (1, 2) and len(server.requests) == 2
+    assert waits == [7.0]
+
+
+def test_5xx_backs_off_exponentially_then_succeeds(server, waits) -> None:
+    server.script = [(503, {}, b"busy", 0.0), (502, {}, b"bad gateway", 0.0), (500, {}, b"oops", 0.0)]
+    gen = OpenAICompatibleGenerator(server.url, "m", timeout=5, retries=3, backoff=0.4)
+    assert gen.generate("q", _pack()).citations == (1, 2)
+    assert len(server.requests) == 4 and len(waits) == 3
+    for i, w in enumerate(waits):  # 0.4, 0.8, 1.6 s, each jittered to 50-100 %
+        assert 0.5 * 0.4 * 2**i <= w <= 0.4 * 2**i
+
+
+def test_retries_run_out_with_a_clear_error(server, waits) -> None:
+    server.status, server.body = 429, b'{"error": "slow down"}'
+    with pytest.raises(GenerationError, match=r"HTTP 429.*slow down.*gave up after 3 attempts"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=5, retries=2, backoff=0.1).generate("q", _pack())
+    assert len(server.requests) == 3 and len(waits) == 2
+
+
+def test_a_retry_after_beyond_max_wait_fails_at_once(server, waits) -> None:
+    server.script = [(503, {"Retry-After": "3600"}, b"maintenance", 0.0)]
+    with pytest.raises(GenerationError, match="retry after 3600 s, more than max_wait=60 s"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
+    assert len(server.requests) == 1 and waits == []
+
+
+def test_client_errors_are_not_retried(server, waits) -> None:
+    server.status, server.body = 401, b'{"error": "bad key"}'
+    with pytest.raises(GenerationError, match="HTTP 401.*bad key"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=5).generate("q", _pack())
+    assert len(server.requests) == 1 and waits == []
+
+
+def test_a_slow_server_times_out_and_is_retried(server, waits) -> None:
+    server.script = [(200, {}, None, 1.0)]  # the first reply comes too late
+    answer = OpenAICompatibleGenerator(server.url, "m", timeout=0.2, retries=1, backoff=0.0).generate("q", _pack())
+    assert answer.citations == (1, 2) and len(server.requests) == 2 and waits == [0.0]
+    server.script = [(200, {}, None, 1.0)]
+    with pytest.raises(GenerationError, match=r"did not answer within 0.2 s.*after 1 attempt"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=0.2, retries=0).generate("q", _pack())
+
+
+def test_total_timeout_bounds_all_attempts(server) -> None:
+    server.status = 503
+    start = time.monotonic()
+    with pytest.raises(GenerationError, match="total_timeout=0.5 s"):
+        OpenAICompatibleGenerator(server.url, "m", timeout=5, retries=50, backoff=0.2,
+                                  total_timeout=0.5).generate("q", _pack())
+    assert time.monotonic() - start < 3.0
+
+
+def test_parse_retry_after_reads_seconds_and_http_dates() -> None:
+    from datetime import datetime, timezone
+
+    from kira.reasoning.openai_generator import parse_retry_after
+
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert parse_retry_after("12", now=now) == 12.0
+    assert parse_retry_after("Fri, 02 Jan 2026 03:04:35 GMT", now=now) == 30.0
+    assert parse_retry_after("Fri, 02 Jan 2026 03:00:00 GMT", now=now) == 0.0  # in the past: at once
+    assert parse_retry_after("soon", now=now) is None and parse_retry_after(None) is None
+
+
+def test_bad_retry_settings_are_refused() -> None:
+    for kw in ({"retries": -1}, {"retries": 1.5}, {"backoff": -1}, {"total_timeout": 0}):
+        with pytest.raises(ValueError):
+            OpenAICompatibleGenerator("http://x", "m", **kw)

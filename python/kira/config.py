@@ -2,105 +2,197 @@
 
 Field names follow the papers. A `KiraConfig` is stored with each knowledge base
 (as JSON), so a reopened knowledge base answers with the constants it was built with.
+
+Every field is checked at construction: its type from its annotation (an int is accepted
+and stored as a float where a float is declared; a bool is never a number), its range
+from `_f(default, lo, hi)` next to it (bounds inclusive). A bad value raises ConfigError
+(a ValueError; ConfigTypeError, also a TypeError, for a wrong type) naming `section.field`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import math
+import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+
+class ConfigError(ValueError):
+    """A configuration value out of its range; the message names `section.field` and the range."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """A configuration value of the wrong type; the message names `section.field` and the type."""
 
 
 @dataclass(frozen=True)
-class ChunkingConfig:
+class _Range:
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def check(self, where: str, value: Any) -> None:
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(f"{where} must be one of {', '.join(map(str, self.choices))}; got {value!r}")
+        if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
+            lo = "-inf" if self.lo is None else self.lo
+            hi = "inf" if self.hi is None else self.hi
+            raise ConfigError(f"{where} must be in [{lo}, {hi}]; got {value!r}")
+
+
+def _f(default: Any, lo: float | None = None, hi: float | None = None, *, choices: tuple[Any, ...] | None = None) -> Any:
+    """A dataclass field with its allowed range [lo, hi] (either side open when None) or choices."""
+    return field(default=default, metadata={"range": _Range(lo, hi, choices)})
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_type(where: str, declared: Any, value: Any) -> Any:
+    """`value` converted to the declared type (int -> float only), or ConfigTypeError."""
+    if declared is bool:
+        if not isinstance(value, bool):
+            raise ConfigTypeError(f"{where} must be true or false (a bool); got {type(value).__name__} {value!r}")
+        return value
+    if declared is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigTypeError(f"{where} must be an integer; got {type(value).__name__} {value!r}"
+                                  + (" (write it without quotes)" if isinstance(value, str) else ""))
+        return value
+    if declared is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigTypeError(f"{where} must be a number; got {type(value).__name__} {value!r}"
+                                  + (" (write it without quotes)" if isinstance(value, str) else ""))
+        if not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number; got {value!r}")
+        return float(value)
+    if isinstance(declared, type) and not isinstance(value, declared):
+        raise ConfigTypeError(f"{where} must be a {declared.__name__}; got {type(value).__name__} {value!r}"
+                              + (f" (use {declared.__name__}(**...) or KiraConfig.from_dict)" if isinstance(value, dict) else ""))
+    return value
+
+
+class _Checked:
+    """Mixin for the config dataclasses: checks every field's type and range after __init__."""
+
+    _section: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            where = f"{self._section}.{f.name}" if self._section else f.name
+            value = _check_type(where, hints.get(f.name), getattr(self, f.name))
+            rng = f.metadata.get("range")
+            if rng is not None:
+                rng.check(where, value)
+            if value is not getattr(self, f.name):
+                object.__setattr__(self, f.name, value)
+
+
+@dataclass(frozen=True)
+class ChunkingConfig(_Checked):
     """Stage 1: hierarchical chunking (document -> region -> patch)."""
 
+    _section: ClassVar[str] = "chunking"
+
     region_k_sigma: float = 0.5  # attention threshold: mean + k_sigma * std (KIRA)
-    region_connectivity: int = 8  # 4 or 8-connected components on the attention grid
-    region_min_cells: int = 1  # drop components smaller than this many grid cells
-    max_regions: int = 8  # keep the highest-scoring regions per image
-    patch_grid: int = 4  # patches form a patch_grid x patch_grid grid per image
-    dino_patch_size: int = 8  # DINO ViT-S/8 patch size, pixels
+    region_connectivity: int = _f(8, choices=(4, 8))  # 4 or 8-connected components on the attention grid
+    region_min_cells: int = _f(1, 1)  # drop components smaller than this many grid cells
+    max_regions: int = _f(8, 1)  # keep the highest-scoring regions per image
+    patch_grid: int = _f(4, 1)  # patches form a patch_grid x patch_grid grid per image
+    dino_patch_size: int = _f(8, 1)  # DINO ViT-S/8 patch size, pixels
 
 
 @dataclass(frozen=True)
-class RetrievalConfig:
+class RetrievalConfig(_Checked):
     """Stage 2: dual-path retrieval, fusion, re-ranking and query expansion."""
 
-    visual_weight: float = 0.6  # alpha: weight of path A (visual) in weighted RRF
-    text_weight: float = 0.4  # 1 - alpha: weight of path B (text)
-    rrf_k: int = 60  # RRF constant k; ranks count from 1
-    rerank_original_weight: float = 0.4  # blended score = 0.4 * original + 0.6 * cross-encoder
-    rerank_cross_weight: float = 0.6
-    candidates: int = 50  # results fetched per path before fusion
-    expansion_hypotheses: int = 3  # chain-of-thought hypotheses from the captioner
-    expansion_concepts: int = 3  # top concepts from the domain concept bank
+    _section: ClassVar[str] = "retrieval"
+
+    visual_weight: float = _f(0.6, 0, 1)  # alpha: weight of path A (visual) in weighted RRF
+    text_weight: float = _f(0.4, 0, 1)  # 1 - alpha: weight of path B (text)
+    rrf_k: int = _f(60, 0)  # RRF constant k; ranks count from 1
+    rerank_original_weight: float = _f(0.4, 0, 1)  # blended score = 0.4 * original + 0.6 * cross-encoder
+    rerank_cross_weight: float = _f(0.6, 0, 1)
+    candidates: int = _f(50, 1)  # results fetched per path before fusion
+    expansion_hypotheses: int = _f(3, 0)  # chain-of-thought hypotheses from the captioner
+    expansion_concepts: int = _f(3, 0)  # top concepts from the domain concept bank
     fine_grained: bool = True  # ReAG: crop the question's subject and re-query
     # kira's own fusion weights for the secondary rankings (not in the papers):
-    expansion_weight_scale: float = 0.5  # an expansion ranks at text_weight * 0.5 * cos(expansion, question)
-    caption_query_weight_scale: float = 0.5  # image-only asks: the image's own description, at half weight
-    hop_weight_scale: float = 0.5  # hops after the first rank at visual_weight * 0.5
-    fine_weight_scale: float = 0.5  # the query crop's ranking (ReAG fine-grained) ranks at visual_weight * 0.5
-    rerank_candidates_per_result: int = 4  # the cross-encoder re-scores the top 4 * top_k fused
-    critic_candidates_per_result: int = 2  # the critic sees 2 * top_k candidates
-    bridge_weight_scale: float = 0.5  # the question mapped by the fitted text->image bridge ranks at visual_weight * 0.5
-    lexical_weight_scale: float = 1.0  # path B's BM25 ranking of the question ranks at text_weight * 1.0
-    anchor_documents: int = 10  # with a query image, question rankings re-rank inside its 10 nearest documents
+    expansion_weight_scale: float = _f(0.5, 0)  # an expansion ranks at text_weight * 0.5 * cos(expansion, question)
+    caption_query_weight_scale: float = _f(0.5, 0)  # image-only asks: the image's own description, at half weight
+    hop_weight_scale: float = _f(0.5, 0)  # hops after the first rank at visual_weight * 0.5
+    fine_weight_scale: float = _f(0.5, 0)  # the query crop's ranking (ReAG fine-grained) ranks at visual_weight * 0.5
+    rerank_candidates_per_result: int = _f(4, 1)  # the cross-encoder re-scores the top 4 * top_k fused
+    critic_candidates_per_result: int = _f(2, 1)  # the critic sees 2 * top_k candidates
+    bridge_weight_scale: float = _f(0.5, 0)  # the question mapped by the fitted text->image bridge ranks at visual_weight * 0.5
+    lexical_weight_scale: float = _f(1.0, 0)  # path B's BM25 ranking of the question ranks at text_weight * 1.0
+    anchor_documents: int = _f(10, 0)  # with a query image, question rankings re-rank inside its 10 nearest documents
     anchor_by_specificity: bool = True  # ... at their weight x the question's max-idf specificity
-    clear_match_margin: float = 0.5  # with a query image, its nearest document leads the fused list when its cosine beats the runner-up's by >= 0.5 x the spread of the image's anchor_documents nearest (a copy, crop or mirror of it); 0 disables
-    feedback_documents: int = 5  # pseudo-relevance feedback: the top 5 fused documents' mean re-queries path A
-    feedback_min_score: float = 0.5  # ... drawn from the BM25 matches scoring >= 0.5 x the best
-    feedback_weight_scale: float = 2.0  # ... ranking at visual_weight * 2.0: a mean of relevant documents is the surest visual query
-    named_feedback_weight_scale: float = 4.0  # ... times 4 when the mean is of the documents the question names (the subject itself)
-    text_chunks_per_document: int = 2  # path B's dense search returns at most 2 chunks of one document (regions repeat its caption)
-    search_ef: int = 96  # an HNSW index's candidate list for every pipeline search, max(96, k): text recall@50 0.91 in-distribution on the 100k-chunk latency KB (ef 64: 0.83, 128: 0.95 but +1.1 ms)
+    clear_match_margin: float = _f(0.5, 0, 1)  # with a query image, its nearest document leads the fused list when its cosine beats the runner-up's by >= 0.5 x the spread of the image's anchor_documents nearest (a copy, crop or mirror of it); 0 disables
+    feedback_documents: int = _f(5, 0)  # pseudo-relevance feedback: the top 5 fused documents' mean re-queries path A
+    feedback_min_score: float = _f(0.5, 0, 1)  # ... drawn from the BM25 matches scoring >= 0.5 x the best
+    feedback_weight_scale: float = _f(2.0, 0)  # ... ranking at visual_weight * 2.0: a mean of relevant documents is the surest visual query
+    named_feedback_weight_scale: float = _f(4.0, 0)  # ... times 4 when the mean is of the documents the question names (the subject itself)
+    text_chunks_per_document: int = _f(2, 1)  # path B's dense search returns at most 2 chunks of one document (regions repeat its caption)
+    search_ef: int = _f(96, 1)  # an HNSW index's candidate list for every pipeline search, max(96, k): text recall@50 0.91 in-distribution on the 100k-chunk latency KB (ef 64: 0.83, 128: 0.95 but +1.1 ms)
 
 
 @dataclass(frozen=True)
-class HopConfig:
+class HopConfig(_Checked):
     """Stage 3: residual multi-hop retrieval and compound documents."""
 
-    beta: float = 0.3  # q' = normalize(q - beta * mean(hop results))
-    max_hops: int = 3
-    confidence: float = 0.85  # stop once a hop's confidence reaches this
-    temporal_decay: float = 0.8  # a retrieved member pulls in its sequence at 0.8x
-    multiview_decay: float = 0.7  # ... and its multiview set at 0.7x
+    _section: ClassVar[str] = "hops"
+
+    beta: float = _f(0.3, 0, 1)  # q' = normalize(q - beta * mean(hop results))
+    max_hops: int = _f(3, 1)
+    confidence: float = _f(0.85, 0)  # stop once a hop's confidence reaches this
+    temporal_decay: float = _f(0.8, 0, 1)  # a retrieved member pulls in its sequence at 0.8x
+    multiview_decay: float = _f(0.7, 0, 1)  # ... and its multiview set at 0.7x
 
 
 @dataclass(frozen=True)
-class GroundingConfig:
+class GroundingConfig(_Checked):
     """Stage 4: evidence filtering, generation and verification."""
 
-    critic_threshold: float = 0.1  # ReAG: keep a passage only if P(relevant) > 0.1
-    verifier_sim_weight: float = 0.5  # s = 0.5 * s_sim + 0.5 * s_attn
-    verifier_attn_weight: float = 0.5
-    hallucination_threshold: float = 0.3  # claims with s < 0.3 are flagged
+    _section: ClassVar[str] = "grounding"
+
+    critic_threshold: float = _f(0.1, 0, 1)  # ReAG: keep a passage only if P(relevant) > 0.1
+    verifier_sim_weight: float = _f(0.5, 0, 1)  # s = 0.5 * s_sim + 0.5 * s_attn
+    verifier_attn_weight: float = _f(0.5, 0, 1)
+    hallucination_threshold: float = _f(0.3, 0, 1)  # claims with s < 0.3 are flagged
     # Calibration of the verifier's signals (kira.reasoning.verifier explains the fit):
-    verifier_sim_floor: float = 0.5  # MiniLM cosine of same-domain sentences stating different findings
-    verifier_attn_floor: float = 0.15  # share of content tokens a claim matches by chance
+    verifier_sim_floor: float = _f(0.5, -1, 1)  # MiniLM cosine of same-domain sentences stating different findings
+    verifier_attn_floor: float = _f(0.15, 0, 1)  # share of content tokens a claim matches by chance
     # The default critic's logistic, P = sigmoid(slope * (cos - midpoint) + overlap_weight * overlap):
-    critic_slope: float = 15.0
-    critic_midpoint: float = 0.45
-    critic_overlap_weight: float = 2.0
-    max_evidence: int = 5  # items in the evidence pack handed to the generator
+    critic_slope: float = _f(15.0, 0)
+    critic_midpoint: float = _f(0.45, -1, 1)
+    critic_overlap_weight: float = _f(2.0, 0)
+    max_evidence: int = _f(5, 1)  # items in the evidence pack handed to the generator
 
 
 @dataclass(frozen=True)
-class AdaptationConfig:
+class AdaptationConfig(_Checked):
     """Domain adaptation: projection head, few-shot adapter, feedback loop."""
 
-    projection_in: int = 768  # CLIP ViT-L/14 feature size (the default encoder's otherwise)
-    projection_out: int = 256
-    triplet_margin: float = 0.3
-    epochs: int = 50
-    protonet_shots: int = 5
-    protonet_epochs: int = 10
-    feedback_correctness_threshold: float = 0.5  # answers below this feed hard negatives
+    _section: ClassVar[str] = "adaptation"
+
+    projection_in: int = _f(768, 1)  # CLIP ViT-L/14 feature size (the default encoder's otherwise)
+    projection_out: int = _f(256, 1)
+    triplet_margin: float = _f(0.3, 0)
+    epochs: int = _f(50, 1)
+    protonet_shots: int = _f(5, 1)
+    protonet_epochs: int = _f(10, 1)
+    feedback_correctness_threshold: float = _f(0.5, 0, 1)  # answers below this feed hard negatives
 
 
 @dataclass(frozen=True)
-class KiraConfig:
+class KiraConfig(_Checked):
     """The whole system's constants. Immutable; derive variants with `replace`."""
 
     chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
@@ -108,7 +200,7 @@ class KiraConfig:
     hops: HopConfig = field(default_factory=HopConfig)
     grounding: GroundingConfig = field(default_factory=GroundingConfig)
     adaptation: AdaptationConfig = field(default_factory=AdaptationConfig)
-    seed: int = 0  # every random choice in kira derives from this
+    seed: int = _f(0, 0)  # every random choice in kira derives from this
 
     def replace(self, **sections: Any) -> KiraConfig:
         """A copy with whole sections or fields replaced, e.g. `replace(hops=HopConfig(beta=0.5))`."""
@@ -122,7 +214,10 @@ class KiraConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> KiraConfig:
-        """Inverse of `to_dict`. Unknown keys raise ValueError naming them; `RETIRED_FIELDS` are ignored."""
+        """Inverse of `to_dict`. Unknown keys raise ValueError naming them; `RETIRED_FIELDS` are ignored.
+
+        Values are checked as at construction: ConfigError / ConfigTypeError name `section.field`.
+        """
         sections = {f.name: f for f in dataclasses.fields(cls)}
         unknown = set(data) - set(sections)
         if unknown:
@@ -133,6 +228,8 @@ class KiraConfig:
             if section_type is None:
                 kwargs[name] = value
                 continue
+            if not isinstance(value, dict):
+                raise ConfigTypeError(f"{name} must be a mapping of its fields; got {type(value).__name__} {value!r}")
             known = {f.name for f in dataclasses.fields(section_type)}
             value = {k: v for k, v in value.items() if (name, k) not in RETIRED_FIELDS}
             bad = set(value) - known

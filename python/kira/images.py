@@ -2,10 +2,18 @@
 
 Everything downstream sees `uint8` RGB arrays of shape (h, w, 3). Decompression bombs
 and absurd sizes are refused before any pixel is decoded.
+
+Depth: images with more than 8 bits (16-bit PNG/TIFF, 32-bit integer or float images,
+integer arrays above 255) are *rescaled*, not windowed: their own darkest pixel becomes 0
+and their brightest 255, linearly. DICOM files are the exception: they carry their own
+display transform, so the modality LUT (rescale slope/intercept) and the VOI LUT (window
+centre/width or a LUT table) are applied with pydicom and the window's range is mapped to
+0..255. JPEGs and other files with an EXIF orientation are turned upright first.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Union
@@ -13,6 +21,8 @@ from typing import Any, Union
 import numpy as np
 
 ImageLike = Union[str, os.PathLike, np.ndarray, Any]  # Any: a PIL.Image.Image
+
+logger = logging.getLogger(__name__)
 
 MAX_PIXELS = 64_000_000  # ~ 8000 x 8000; larger inputs are refused, not decoded
 MAX_SIDE = 20_000
@@ -26,10 +36,15 @@ class ImageError(ValueError):
 def load_image(image: ImageLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     """Return `image` as a C-contiguous uint8 RGB array of shape (h, w, 3).
 
-    Accepts a path (any format Pillow reads), a PIL image, or an array of shape (h, w),
-    (h, w, 1), (h, w, 3) or (h, w, 4) of integers (0..255) or floats (0..1).
+    Accepts a path (any format Pillow reads, or DICOM: `.dcm` or the DICM preamble, which
+    needs pydicom), a PIL image, or an array of shape (h, w), (h, w, 1), (h, w, 3) or (h, w, 4)
+    of integers (0..255) or floats (0..1).
+    Files are turned upright by their EXIF orientation (ImageOps.exif_transpose). Images
+    deeper than 8 bits (16-bit PNG, integer arrays above 255) are rescaled linearly from
+    their own min..max to 0..255; DICOM goes through its modality and VOI LUTs instead
+    (the first frame of a multi-frame file).
     Raises ImageError (a ValueError) for unreadable, corrupt, empty, non-finite or
-    oversized input.
+    oversized input, ImportError naming `pip install "kira[dicom]"` for DICOM without pydicom.
     """
     if isinstance(image, (str, os.PathLike)):
         return _load_path(Path(image), max_pixels)
@@ -38,7 +53,7 @@ def load_image(image: ImageLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     if hasattr(image, "convert") and hasattr(image, "size"):  # PIL image
         w, h = image.size
         _check_size(w, h, max_pixels, "image")
-        return np.ascontiguousarray(np.asarray(image.convert("RGB"), dtype=np.uint8))
+        return _from_pil(image, max_pixels)
     raise ImageError(
         f"cannot use {type(image).__name__} as an image: pass a file path, a PIL image, "
         "or a numpy array of shape (h, w) or (h, w, 3)"
@@ -60,18 +75,58 @@ def _load_path(path: Path, max_pixels: int) -> np.ndarray:
 
     if not path.is_file():
         raise ImageError(f"no such image file: {path}")
+    if _is_dicom(path):
+        from kira.images_dicom import load_dicom
+
+        return _from_array(load_dicom(path, max_pixels=max_pixels), max_pixels)
     try:
         with Image.open(path) as im:
             w, h = im.size  # header only: nothing decoded yet
             _check_size(w, h, max_pixels, str(path))
-            im.draft("RGB", (w, h))
-            return np.ascontiguousarray(np.asarray(im.convert("RGB"), dtype=np.uint8))
+            if im.mode in ("RGB", "RGBA", "P", "L", "CMYK", "YCbCr", "1", "LA", "PA"):
+                im.draft("RGB", (w, h))
+            return _from_pil(im, max_pixels)
     except ImageError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageError(f"cannot read image {path}: {exc}") from exc
     except Image.DecompressionBombError as exc:  # pragma: no cover - caught by _check_size first
         raise ImageError(f"refused {path}: {exc}") from exc
+
+
+def _is_dicom(path: Path) -> bool:
+    """A DICOM file: `.dcm`/`.dicom`, or the 'DICM' magic after the 128-byte preamble."""
+    if path.suffix.lower() in (".dcm", ".dicom"):
+        return True
+    with open(path, "rb") as f:
+        head = f.read(132)
+    return len(head) == 132 and head[128:] == b"DICM"
+
+
+_HIGH_DEPTH_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+
+
+def _from_pil(im: Any, max_pixels: int) -> np.ndarray:
+    """A PIL image, upright by its EXIF orientation, as uint8 RGB; deeper than 8 bits: rescaled."""
+    from PIL import ImageOps
+
+    im = ImageOps.exif_transpose(im)
+    if im.mode in _HIGH_DEPTH_MODES:
+        a = np.asarray(im)
+        if im.mode == "F":
+            if not np.isfinite(a).all():
+                raise ImageError("image contains NaN or inf pixels; clean it before adding")
+            return _from_array(_rescale_float(a), max_pixels)
+        return _from_array(a.astype(np.int64), max_pixels)  # never wrap: above 255 or below 0 is rescaled or clipped
+    return np.ascontiguousarray(np.asarray(im.convert("RGB"), dtype=np.uint8))
+
+
+def _rescale_float(a: np.ndarray) -> np.ndarray:
+    """Floats of any range -> uint8, their min..max mapped linearly to 0..255."""
+    lo, hi = (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
+    if hi <= lo:
+        return np.zeros(a.shape, np.uint8)
+    return np.clip(np.rint((a.astype(np.float64) - lo) * (255.0 / (hi - lo))), 0, 255).astype(np.uint8)
 
 
 def _from_array(a: np.ndarray, max_pixels: int) -> np.ndarray:

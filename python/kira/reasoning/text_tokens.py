@@ -1,9 +1,11 @@
-"""Content tokens for grounding and the critic: lower-cased words, stop-words removed, lightly stemmed."""
+"""Content tokens for grounding and the critic: lower-cased words, stop-words removed, Snowball-stemmed."""
 
 from __future__ import annotations
 
 import functools
 import re
+import threading
+from typing import Any
 
 STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
@@ -26,20 +28,38 @@ DISCOURSE_WORDS = frozenset(
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 
 
+_local = threading.local()
+
+
+def _stemmer() -> Any:
+    """This thread's Snowball English stemmer (PyStemmer's objects are not thread-safe)."""
+    st = getattr(_local, "stemmer", None)
+    if st is None:
+        try:
+            import Stemmer  # PyStemmer: Snowball compiled to C
+
+            st = Stemmer.Stemmer("english").stemWord
+        except ImportError:
+            try:
+                import snowballstemmer  # the same algorithms in pure Python
+
+                st = snowballstemmer.stemmer("english").stemWord
+            except ImportError as exc:
+                raise ImportError("kira's text tokens need a Snowball stemmer: pip install PyStemmer") from exc
+        _local.stemmer = st
+    return st
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """A light suffix stripper (plural, -ing, -ed, -ly, -ity...): "opacities" -> "opac", "enlarged" -> "enlarg".
+    """The Snowball (Porter2) English stem of a lower-cased word: "lesions" -> "lesion",
+    "masses" -> "mass", "opacities" -> "opac", "enlarged"/"enlargement" -> "enlarg".
 
-    Deliberately conservative: it only has to make inflections of one word meet.
+    Words of one or two letters and tokens that start with a digit ("0.5", "3d") are kept whole.
     """
-    w = word
-    if len(w) <= 3 or w[0].isdigit():
-        return w
-    for suffix in ("ational", "ization", "ities", "ically", "ation", "ness", "ment", "ies", "ity", "ing", "ies",
-                   "ied", "ion", "ed", "es", "ly", "al", "ic", "s", "y", "e"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            return w[: -len(suffix)]
-    return w
+    if len(word) <= 2 or word[0].isdigit():
+        return word
+    return _stemmer()(word)
 
 
 _NON = re.compile(r"\bnon-(?=[a-z])")
