@@ -9,14 +9,14 @@ prompt, no bookkeeping patterns, no comparison or position vocabulary.
 File schema (every key optional; TOML shown, JSON takes the same keys)::
 
     name = "radiology"                       # a label for cards and logs
-    concepts = ["pleural effusion", ...]     # concept bank for query expansion
-    captioner_prompt = "A chest X-ray showing"  # lead-in for generated descriptions
+    concepts = ["hairline crack", ...]      # concept bank for query expansion
+    captioner_prompt = "A weld inspection photo showing"  # lead-in for descriptions
     section_heads = ["findings", "impression"]  # "Findings: ..." heads cut from sentences
     bookkeeping_patterns = ["^reported by\\b"]  # regexes (case-insensitive) marking a
                                              # sentence as bookkeeping, not content
     identifier_pattern = "[a-z]{1,2}\\d{3,}"   # one token that names a record (P001): a
                                              # sentence of >= 20% such tokens is bookkeeping
-    question_words = ["radiograph", "film"]  # words that say how to ask, not what about
+    question_words = ["photo", "scan"]      # words that say how to ask, not what about
     comparison_words = ["changed", "differ"] # words that make a question a comparison
     change_words = ["increased", "new"]      # words of statements that report a change
     position_axes = [["left", "right"], ["upper", "lower"]]  # where a finding sits
@@ -60,7 +60,7 @@ class DomainProfile:
     section_heads: tuple[str, ...] = ()  # report heads cut off a sentence ("findings", "impression")
     bookkeeping_patterns: tuple[str, ...] = ()  # regexes: a matching sentence is bookkeeping, not content
     identifier_pattern: str = ""  # regex for one token naming a record; mostly-identifier sentences are bookkeeping
-    question_words: tuple[str, ...] = ()  # domain words of a question that say how to ask ("radiograph")
+    question_words: tuple[str, ...] = ()  # domain words of a question that say how to ask ("scan")
     comparison_words: tuple[str, ...] = ()  # a question holding one asks for a comparison
     change_words: tuple[str, ...] = ()  # a statement holding one reports a change
     position_axes: tuple[tuple[str, ...], ...] = ()  # mutually exclusive places ("left", "right")

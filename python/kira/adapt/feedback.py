@@ -62,7 +62,7 @@ def mine_hard_negatives(cases: Sequence[FeedbackCase], doc_vectors: Mapping[str,
     triplets, wrong docs in retrieved order. Doc ids missing from `doc_vectors` are skipped.
     With `labels` (doc id -> the class the head is trained on), a wrong document of the
     relevant document's own class is no negative for it: the head is trained to pull one
-    class together, and a question that wanted one patient's films among others of that
+    class together, and a question that wanted one subject's images among others of that
     class failed for another reason (a change question answered from the right films).
     """
     threshold = AdaptationConfig().feedback_correctness_threshold if threshold is None else threshold

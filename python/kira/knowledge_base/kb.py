@@ -722,7 +722,7 @@ class KnowledgeBase:
     def compound_of(self) -> dict[str, str]:
         """{doc_id: its compound document's key} for every document in a temporal or multiview group (cached).
 
-        Groups that share a document are one compound document (a patient's follow-ups and
+        Groups that share a document are one compound document (a subject's follow-ups and
         views); its key is the smallest member doc id. Documents in no group are absent.
         """
         def build() -> dict[str, str]:
@@ -749,7 +749,7 @@ class KnowledgeBase:
         """{doc_id: its multiview group's id} for every document in a multiview group of 2+ (cached).
 
         A multiview group is one subject seen several ways at once (a PA and a lateral film,
-        fields of one slide); unlike `compound_of` it leaves out the subject's other times.
+        faces of one part); unlike `compound_of` it leaves out the subject's other times.
         """
         def build() -> dict[str, str]:
             return {d: gid for kind, gid, docs in self.store.groups() if kind == "multiview" and len(docs) >= 2

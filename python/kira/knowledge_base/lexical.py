@@ -1,6 +1,6 @@
 """BM25 over the knowledge base's document texts: the lexical half of path B.
 
-Sentence encoders place "patient P017" next to "patient P071"; users who name a subject
+Sentence encoders place "site S017" next to "site S071"; users who name a subject
 by identifier, date or part number need exact term matching. `LexicalIndex` is Okapi
 BM25 (Robertson & Zaragoza 2009; k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) /
 (df + 0.5))) over one text per document chunk: its description (the user's caption and
@@ -44,7 +44,7 @@ QUERY_FRAME_WORDS = frozenset(
 NEGATION_CUES = frozenset({"no", "not", "without", "nor", "never", "absent", "negative"})
 """Words that negate what follows them up to the end of the clause (NegEx-style scope)."""
 NEGATED = "not:"
-"""Prefix of an index term stated under negation: "no effusion" indexes "not:effus", not "effus"."""
+"""Prefix of an index term stated under negation: "no crack" indexes "not:crack", not "crack"."""
 _SCOPE_END = re.compile(r"[.,;:!?()\[\]]|\b(?:but|however|although|except)\b")
 
 
@@ -53,8 +53,8 @@ def lexical_terms(text: str) -> list[str]:
 
     Identifiers stay whole ("P017" -> "p017", "2021-04-09" stays one term). A term after a
     negation cue ("no", "not", "without", ...) in the same clause (up to punctuation or
-    "but") is indexed as NEGATED + term, so "no effusion or pneumothorax" does not match a
-    search for effusion, and "without malignancy" matches only a query that negates it too.
+    "but") is indexed as NEGATED + term, so "no crack or corrosion" does not match a
+    search for a crack, and "without damage" matches only a query that negates it too.
     """
     out: list[str] = []
     for clause in _SCOPE_END.split(text.lower()):

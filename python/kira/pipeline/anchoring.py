@@ -1,8 +1,8 @@
 """How the question's rankings and the image's ranking meet, and pseudo-relevance feedback.
 
 * `anchor_to_image`: when a query carries an image, the image is the subject and the
-  question says what to answer about it. "What is the most likely diagnosis on this
-  radiograph?" matches every radiograph's caption equally, so its rankings, fused as
+  question says what to answer about it. "What is the most likely fault in this
+  photo?" matches every photo's caption equally, so its rankings, fused as
   independent lists, only dilute the image's. Here each question-derived ranking keeps
   only the documents among the image's `anchor_documents` nearest and, when
   `anchor_by_specificity`, its weight is scaled by the question's max-idf specificity
@@ -19,7 +19,7 @@
   of its best; else the fused list's top) re-queries the visual index, so documents whose captions say nothing
   are found through their look-alikes among those whose captions matched. A mean of named
   documents is the subject itself and weighs `named_feedback_weight_scale` (4) times more:
-  what fills the places after a named patient's studies should look like that patient's.
+  what fills the places after a named subject's documents should look like that subject's.
 """
 
 from __future__ import annotations

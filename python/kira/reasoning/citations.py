@@ -4,7 +4,7 @@ Accepted citation forms (case-insensitive): ``[Evidence 2]``, ``[Evidence 1, 3]`
 ``[Evidence 1,3 and 4]``, ``[Evidence 1-3]`` (a range), and runs of single markers
 ``[Evidence 1][Evidence 2]``. A claim is one sentence; a citation marker belongs to the
 sentence it ends (markers placed right after a full stop are attached to the sentence
-before them, as LLMs often write ``... effusion. [Evidence 2]``).
+before them, as LLMs often write ``... a crack. [Evidence 2]``).
 """
 
 from __future__ import annotations

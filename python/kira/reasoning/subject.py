@@ -1,6 +1,6 @@
 """The subject invariant: an answer never states about one subject what only another's evidence states.
 
-A subject is what a compound document groups (one patient's studies, one design's
+A subject is what a compound document groups (one person's visits, one design's
 revisions, one site's acquisitions) or a single document. When a question names one, the
 evidence pack holds that subject's items in ``items`` and everything else in ``similar``
 (`EvidencePack`). `enforce_subject` is applied where claims are made, whatever generator

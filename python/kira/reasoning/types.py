@@ -108,7 +108,7 @@ class EvidencePack:
     ``items`` are numbered (>= 1); numbers must be unique (they need not be contiguous, but
     `from_items` numbers them 1..N). ``dropped`` holds items the critic removed; they are
     shown on the rationale card and are never citable. When the question names a subject
-    (what a compound document groups: one patient, one design, one site), ``items`` are that
+    (what a compound document groups: one person, one design, one site), ``items`` are that
     subject's evidence and ``similar`` the evidence about other subjects, numbered after
     ``items``: it may be cited only by the answer's similar-case claims (`Answer.similar`),
     never by a claim about the subject (kira.reasoning.subject). ``subject`` names it.

@@ -22,8 +22,8 @@ Claims with s < threshold (KIRA: 0.3) get ``hallucination_risk = True``; the ans
 Why the floors (calibration). With raw cosine and raw A the paper's formula cannot
 separate supported from unsupported claims at 0.3: all-MiniLM-L6-v2 gives sentences
 from the *same domain* that state different findings a cosine of 0.32 median (0.58 at
-the 95th percentile), and such claims share generic words ("chest", "x-ray",
-"schematic") with the evidence, so s ~ 0.4 for claims the evidence does not support.
+the 95th percentile), and such claims share the domain's generic words (the kind
+of image, the view) with the evidence, so s ~ 0.4 for claims the evidence does not support.
 Rescaling each signal from its empirical unrelated-pair level to [0, 1] (sim_floor 0.5
 for the cosine, attn_floor 0.15 for the alignment) keeps the formula and threshold and
 makes them separate: on the planted-claim test in tests/test_reasoning_verifier.py

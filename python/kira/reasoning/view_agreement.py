@@ -1,14 +1,14 @@
 """Agreement across the views of one subject.
 
 A multiview group (``provenance["views"]``: a PA and a lateral film of one study, the
-fields of one slide) is one subject seen several ways at the same time. A question that
+faces of one part) is one subject seen several ways at the same time. A question that
 asks what such views show together, or whether they agree ("what do the two views
 together show?", "do fields 1 and 3 agree?"), is answered by a claim only as far as the
 views themselves state it: when two or more documents of one set state the claim and no
 document of that set states other content instead, the claim is worded as theirs
 ("Both views (PA and lateral) show ..."). The views are named by the question's own words
-that tell their bookkeeping apart ("PA chest radiograph, ..." / "lateral chest
-radiograph, ..."); a view whose text states nothing but bookkeeping cannot be compared and
+that tell their bookkeeping apart ("front view of part 12, ..." / "side view of
+part 12, ..."); a view whose text states nothing but bookkeeping cannot be compared and
 is not counted as agreeing.
 """
 
