@@ -123,3 +123,28 @@ def test_lm_critic_uses_logprobs_when_available() -> None:
     assert probs[0] == pytest.approx(0.7 / 0.8) and probs[1] == pytest.approx(0.01)
     with pytest.raises(ValueError, match="passage"):
         LMCritic(_YesNoLM({}), prompt="no placeholders")
+
+
+def test_known_item_vectors_give_the_same_probabilities_without_encoding_the_items(minilm) -> None:
+    items = [_item(1, "an orange tabby cat looking up"), _item(2, "a rocket on the launch pad"),
+             _item(3, "a cup of coffee on a saucer")]
+    question = "a picture of a kitten"
+    plain = SimilarityCritic(minilm).probabilities(question, items)
+
+    class Counting:
+        config = minilm.config
+        dim = minilm.dim
+        texts: list[str] = []
+
+        def encode(self, texts):
+            Counting.texts += list(texts)
+            return minilm.encode(texts)
+
+    critic = SimilarityCritic(Counting())
+    known = np.asarray(minilm.encode([i.summary for i in items]), np.float32)
+    known[2] = 0.0  # unknown: encoded by the critic
+    got = critic.probabilities(question, items, item_vectors=known)
+    np.testing.assert_allclose(got, plain, atol=1e-5)
+    assert Counting.texts == [question, items[2].summary]
+    with pytest.raises(ValueError, match="item_vectors has shape"):
+        critic.probabilities(question, items, item_vectors=known[:2])

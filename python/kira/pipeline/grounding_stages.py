@@ -50,7 +50,10 @@ class Critic:
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         items = state.candidates
         query = critic_query(ctx, state.question, state.pixels)
-        decision = ctx.critic.filter(query, items, ctx.config.grounding.critic_threshold)
+        extra = {}
+        if items and getattr(ctx.critic, "encoder", None) is getattr(ctx.models, "text", False):
+            extra["item_vectors"] = stored_text_vectors(ctx.kb, items)  # the ask encodes only the question
+        decision = ctx.critic.filter(query, items, ctx.config.grounding.critic_threshold, **extra)
         protected = {i.chunk_id for i in decision.dropped if "identifier" in (i.paths or ())}
         notes = []
         if protected:
@@ -120,6 +123,22 @@ class Verify:
             others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack())
             verified = dataclasses.replace(verified, similar=others.claims, text=answer.text)
         return state.evolve(answer=verified)
+
+
+def stored_text_vectors(kb: Any, items: Any) -> np.ndarray:
+    """The text vectors the knowledge base stored for the items' chunks (rows of zeros where it holds none).
+
+    A document chunk's vector encodes its description, the text the critic judges; a region or
+    patch chunk's encodes the same text less where it lies.
+    """
+    index = kb.index("text")
+    out = np.zeros((len(items), index.dim if index is not None else 0), np.float32)
+    if index is None:
+        return out
+    rows = [n for n, item in enumerate(items) if index.contains(item.chunk_id)]
+    if rows:
+        out[rows] = index.get_vectors(np.array([items[n].chunk_id for n in rows], np.int64))
+    return out
 
 
 def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) -> str:

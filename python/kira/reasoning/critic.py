@@ -143,25 +143,44 @@ class SimilarityCritic:
         """P(relevant) from a precomputed cosine and keyword overlap (what the latency benchmark times)."""
         return _sigmoid(self.slope * (cosine - self.midpoint) + self.overlap_weight * overlap)
 
-    def probabilities(self, question: str, items: Sequence[EvidenceItem]) -> list[float]:
-        """P(relevant) for each item's summary given `question` (1.0 each for an empty question)."""
+    def probabilities(self, question: str, items: Sequence[EvidenceItem], *,
+                      item_vectors: np.ndarray | None = None) -> list[float]:
+        """P(relevant) for each item's summary given `question` (1.0 each for an empty question).
+
+        item_vectors: the items' text vectors when they are already known (unit rows, one per item, from this
+        critic's encoder; a row of zeros or NaN means unknown), e.g. the knowledge base's stored text vectors,
+        so an ask encodes only the question.
+        """
         if not items:
             return []
         if not (question or "").strip():
             return [1.0] * len(items)
-        vectors = self._embed([question, *(i.summary for i in items)])
-        cosines = vectors[1:] @ vectors[0]
+        q = self._embed([question])[0]
+        known = np.zeros(len(items), bool)
+        if item_vectors is not None:
+            item_vectors = np.asarray(item_vectors, dtype=np.float32)
+            if item_vectors.shape != (len(items), q.shape[0]):
+                raise ValueError(f"item_vectors has shape {item_vectors.shape}; expected ({len(items)}, {q.shape[0]})")
+            known = np.isfinite(item_vectors).all(axis=1) & (np.abs(item_vectors).sum(axis=1) > 0)
+        vectors = np.zeros((len(items), q.shape[0]), np.float32)
+        if known.any():
+            vectors[known] = item_vectors[known]
+        if (~known).any():
+            vectors[~known] = self._embed([i.summary for i, k in zip(items, known) if not k])
+        cosines = vectors @ q
         return [
             self.probability_from_scores(float(c), token_alignment(question, [item.summary]))
             for c, item in zip(cosines, items)
         ]
 
-    def filter(self, question: str, items: Sequence[EvidenceItem], threshold: float | None = None) -> CriticDecision:
-        """Keep items with P(relevant) > threshold (default ``config.critic_threshold``, ReAG's 0.1)."""
+    def filter(self, question: str, items: Sequence[EvidenceItem], threshold: float | None = None, *,
+               item_vectors: np.ndarray | None = None) -> CriticDecision:
+        """Keep items with P(relevant) > threshold (default ``config.critic_threshold``, ReAG's 0.1);
+        item_vectors as in `probabilities`."""
         threshold = self.config.critic_threshold if threshold is None else float(threshold)
         if not (question or "").strip():
             return _skip(items, threshold)
-        return filter_by_probability(items, self.probabilities(question, items), threshold)
+        return filter_by_probability(items, self.probabilities(question, items, item_vectors=item_vectors), threshold)
 
 
 RELEVANCE_PROMPT = (
