@@ -78,18 +78,30 @@ class Forward:
     def box_vector(self, box: tuple[int, int, int, int] | None) -> np.ndarray:
         """The mean of the feature map over `box` (x0, y0, x1, y1 in image pixels; None: the whole image),
         each cell weighted by its overlap with the box. float32 (C,), not normalised."""
-        if box is None:
-            return self.pooled
-        _, fh, fw = self.feature_map.shape
-        wx = _overlap(box[0], box[2], self.width, fw)
-        wy = _overlap(box[1], box[3], self.height, fh)
-        weights = np.outer(wy, wx)
-        total = weights.sum()
-        if total <= 0:  # a degenerate box: the nearest cell
-            cx = min(fw - 1, int((box[0] + box[2]) / 2 / max(self.width, 1) * fw))
-            cy = min(fh - 1, int((box[1] + box[3]) / 2 / max(self.height, 1) * fh))
-            return self.feature_map[:, cy, cx].copy()
-        return np.tensordot(self.feature_map, (weights / total).astype(np.float32), axes=([1, 2], [0, 1]))
+        return self.box_vectors([box])[0]
+
+    def box_vectors(self, boxes: Sequence[tuple[int, int, int, int] | None]) -> np.ndarray:
+        """`box_vector` of several boxes at once, float32 (len(boxes), C)."""
+        c, fh, fw = self.feature_map.shape
+        whole = np.array([[0, 0, self.width, self.height]], np.float64)
+        b = np.array([whole[0] if box is None else box for box in boxes], np.float64).reshape(-1, 4)
+        ex = np.linspace(0.0, float(self.width), fw + 1)
+        ey = np.linspace(0.0, float(self.height), fh + 1)
+        wx = np.clip(np.minimum(ex[None, 1:], b[:, 2:3]) - np.maximum(ex[None, :-1], b[:, 0:1]), 0.0, None)
+        wy = np.clip(np.minimum(ey[None, 1:], b[:, 3:4]) - np.maximum(ey[None, :-1], b[:, 1:2]), 0.0, None)
+        empty_x, empty_y = wx.sum(1) <= 0, wy.sum(1) <= 0
+        if empty_x.any() or empty_y.any():  # a degenerate box: the cell holding its centre
+            cx = np.clip(((b[:, 0] + b[:, 2]) / 2 / max(self.width, 1) * fw).astype(int), 0, fw - 1)
+            cy = np.clip(((b[:, 1] + b[:, 3]) / 2 / max(self.height, 1) * fh).astype(int), 0, fh - 1)
+            wx[empty_x] = np.eye(fw)[cx[empty_x]]
+            wy[empty_y] = np.eye(fh)[cy[empty_y]]
+        wx /= wx.sum(1, keepdims=True)
+        wy /= wy.sum(1, keepdims=True)
+        out = np.einsum("bh,chw,bw->bc", wy.astype(np.float32), self.feature_map, wx.astype(np.float32), optimize=True)
+        for i, box in enumerate(boxes):
+            if box is None:
+                out[i] = self.pooled  # exactly the graph's global mean
+        return np.ascontiguousarray(out, dtype=np.float32)
 
     def energy(self, upsample: int = 1) -> np.ndarray:
         """Activation energy sum_c F_c^2 on the grid (upsampled bilinearly `upsample` times), float32."""
@@ -99,11 +111,6 @@ class Forward:
 
             e = zoom(e, upsample, order=1, mode="nearest", grid_mode=True)
         return np.ascontiguousarray(e, dtype=np.float32)
-
-
-def _overlap(a: float, b: float, extent: int, cells: int) -> np.ndarray:
-    edges = np.linspace(0.0, float(extent), cells + 1)
-    return np.clip(np.minimum(edges[1:], b) - np.maximum(edges[:-1], a), 0.0, None)
 
 
 def _build(config: CnnConfig, cache: Path | None) -> tuple[Path, W.WeightSource]:
@@ -179,8 +186,8 @@ class CnnImageEncoder:
     # ---- forward passes -----------------------------------------------------------------
     @staticmethod
     def _key(image: np.ndarray) -> bytes:
-        h = hashlib.blake2b(image.tobytes(), digest_size=16)
-        h.update(repr(image.shape).encode())
+        h = hashlib.blake2b(memoryview(np.ascontiguousarray(image)).cast("B"), digest_size=16)
+        h.update(np.asarray(image.shape, np.int64).tobytes())
         return h.digest()
 
     def forward(self, images: Sequence[ImageLike]) -> list[Forward]:
@@ -232,7 +239,7 @@ class CnnImageEncoder:
         (f,) = self.forward([image])
         if not boxes:
             return np.zeros((0, self.dim), np.float32)
-        return _unit(np.stack([f.box_vector(b) for b in boxes]))
+        return _unit(f.box_vectors(list(boxes)))
 
     def probabilities(self, image: ImageLike) -> np.ndarray:
         """ImageNet class probabilities of one image, float64 (classes,)."""
