@@ -48,6 +48,15 @@ def features(name: str, images: np.ndarray, tag: str) -> np.ndarray:
     path = cache_dir() / "bench" / f"fmnist-{name}-{tag}-{len(images)}.npy"
     if path.is_file():
         return np.load(path)
+    prefixes = sorted(path.parent.glob(f"fmnist-{name}-{tag}-*.npy"), key=lambda p: -int(p.stem.split("-")[-1]))
+    for prefix in prefixes:  # a cached shorter prefix of the same images: encode only the rest
+        n = int(prefix.stem.split("-")[-1])
+        if n < len(images):
+            head = np.load(prefix)
+            rest = features(name, images[n:], f"{tag}@{n}")
+            f = np.concatenate([head, rest])
+            np.save(path, f)
+            return f
     t = time.perf_counter()
     if name == "raw":
         f = images.reshape(len(images), -1).astype(np.float32)

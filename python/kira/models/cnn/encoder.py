@@ -97,7 +97,8 @@ class Forward:
             wy[empty_y] = np.eye(fh)[cy[empty_y]]
         wx /= wx.sum(1, keepdims=True)
         wy /= wy.sum(1, keepdims=True)
-        out = np.einsum("bh,chw,bw->bc", wy.astype(np.float32), self.feature_map, wx.astype(np.float32), optimize=True)
+        weights = (wy[:, :, None] * wx[:, None, :]).reshape(len(b), fh * fw).astype(np.float32)
+        out = weights @ self.feature_map.reshape(c, fh * fw).T  # (boxes, cells) x (cells, C)
         for i, box in enumerate(boxes):
             if box is None:
                 out[i] = self.pooled  # exactly the graph's global mean
@@ -105,7 +106,7 @@ class Forward:
 
     def energy(self, upsample: int = 1) -> np.ndarray:
         """Activation energy sum_c F_c^2 on the grid (upsampled bilinearly `upsample` times), float32."""
-        e = np.einsum("chw,chw->hw", self.feature_map, self.feature_map)
+        e = np.square(self.feature_map).sum(axis=0)
         if upsample > 1:
             from scipy.ndimage import zoom
 
