@@ -56,16 +56,19 @@ class GraphWriter:
         return output
 
     def conv(self, x: str, name: str, weight: np.ndarray, bias: np.ndarray, *, stride: int = 1,
-             pads: tuple[int, int, int, int] | None = None, groups: int = 1) -> str:
-        """A Conv with explicit pads (top, left, bottom, right); default 'same' for odd kernels at stride 1."""
+             pads: tuple[int, int, int, int] | str | None = None, groups: int = 1) -> str:
+        """A Conv with explicit pads (top, left, bottom, right), default (k - 1) // 2 on every side, or
+        pads="SAME_UPPER" for TensorFlow's 'SAME' padding (the extra row/column at the bottom/right)."""
         k = weight.shape[2]
-        if pads is None:
-            p = (k - 1) // 2
-            pads = (p, p, p, p)
         w = self.const(f"{name}.w", weight)
         b = self.const(f"{name}.b", bias)
-        return self.node("Conv", [x, w, b], name, kernel_shape=[k, weight.shape[3]], strides=[stride, stride],
-                         pads=list(pads), group=groups)
+        attrs: dict[str, Any] = {"kernel_shape": [k, weight.shape[3]], "strides": [stride, stride], "group": groups}
+        if isinstance(pads, str):
+            attrs["auto_pad"] = pads
+        else:
+            p = (k - 1) // 2
+            attrs["pads"] = list(pads if pads is not None else (p, p, p, p))
+        return self.node("Conv", [x, w, b], name, **attrs)
 
     def relu6(self, x: str) -> str:
         if "zero_f" not in {t.name for t in self.inits}:
