@@ -120,6 +120,8 @@ def test_one_pass_gives_document_and_box_vectors(encoder):
     _, fh, fw = f.feature_map.shape
     v = f.box_vector((0, 0, w / fw, h / fh))
     np.testing.assert_allclose(v, f.feature_map[:, 0, 0], atol=1e-5)
+    # a zero-area box falls back to the cell holding its centre
+    np.testing.assert_allclose(f.box_vector((w - 1, h - 1, w - 1, h - 1)), f.feature_map[:, -1, -1], atol=1e-6)
 
 
 def test_odd_inputs_are_converted_not_refused(encoder):

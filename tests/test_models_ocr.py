@@ -78,3 +78,19 @@ def test_words_read_join_the_description_with_boxes_as_provenance(tmp_path, monk
     prov = kb.store.provenance("page")
     assert prov["text_read"] and all(len(line["box"]) == 4 for line in prov["text_read"])
     kb.close()
+
+
+def test_each_patch_gets_the_lines_read_inside_it(reader):
+    from kira.config import ChunkingConfig
+    from kira.knowledge_base.chunker import describe, plan_image
+
+    page = np.dstack([data.page()] * 3)
+    lines = reader.read(page)
+    plan = plan_image(page, None, ChunkingConfig(patch_grid=2), levels=("document", "patch"))
+    describe(plan, None, (), None, caption_children=False, lines=lines)
+    doc, patches = plan.chunks[0], plan.chunks[1:]
+    assert doc.description.startswith("text: ") and "markers" in doc.description
+    top_left = patches[0]  # the title's centre is in the top-left quarter
+    assert "text: Region" in top_left.description and top_left.embed_text.startswith("text: Region")
+    bottom_right = patches[3]
+    assert "Region" not in bottom_right.description
