@@ -43,7 +43,7 @@ def load(split: str) -> tuple[np.ndarray, np.ndarray]:
 
 def features(name: str, images: np.ndarray, tag: str) -> np.ndarray:
     """Unit-row features of `images` with encoder `name` ('raw', 'pixel', 'mobilenet_v2', ...), cached."""
-    from kira.models.minilm import cache_dir
+    from kira.models.cnn.weights import cache_dir
 
     path = cache_dir() / "bench" / f"fmnist-{name}-{tag}-{len(images)}.npy"
     if path.is_file():

@@ -115,7 +115,6 @@ class Forward:
 
 
 def _build(config: CnnConfig, cache: Path | None) -> tuple[Path, W.WeightSource]:
-    from kira.models.minilm import cache_dir
     from kira.models.torch_checkpoint import CheckpointError, load_state_dict
 
     if config.arch == "mobilenet_v2":
@@ -130,7 +129,7 @@ def _build(config: CnnConfig, cache: Path | None) -> tuple[Path, W.WeightSource]
         raise ValueError(f"unknown CNN architecture {config.arch!r}; choose 'mobilenet_v2' or 'efficientnet_lite0'")
     path = W.weight_file(source)
     digest = W.check_digest(path, source)
-    out_dir = (Path(cache) if cache is not None else cache_dir()) / "cnn"
+    out_dir = (Path(cache) if cache is not None else W.cache_dir()) / "cnn"
     target = out_dir / f"{config.arch}-{digest[:16]}-b{BUILDER_VERSION}.onnx"
     if target.is_file():
         return target, source

