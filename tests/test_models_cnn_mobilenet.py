@@ -128,8 +128,14 @@ def test_odd_inputs_are_converted_not_refused(encoder):
     grey = data.camera()  # (512, 512) uint8
     tiny = data.chelsea()[:9, :13]  # smaller than the network input: upsampled
     rgba = np.dstack([data.coffee(), np.full(data.coffee().shape[:2], 255, np.uint8)])
-    v = encoder.encode([grey, tiny, rgba])
-    assert v.shape == (3, encoder.dim) and np.isfinite(v).all()
+    from PIL import Image
+
+    deep = data.camera().astype(np.uint16) * 257  # 16-bit
+    palette = Image.fromarray(data.coffee()).convert("P")
+    v = encoder.encode([grey, tiny, rgba, deep, palette])
+    assert v.shape == (5, encoder.dim) and np.isfinite(v).all()
+    assert float(v[3] @ v[0]) > 0.99  # the 16-bit copy is rescaled to the same picture
+    assert float(v[4] @ encoder.encode([data.coffee()])[0]) > 0.9  # palette -> RGB
     np.testing.assert_allclose(v[2], encoder.encode([data.coffee()])[0], atol=1e-6)
     with pytest.raises(ValueError, match="sequence"):
         encoder.encode(data.camera()[..., None].repeat(3, 2))
