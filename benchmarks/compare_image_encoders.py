@@ -10,7 +10,8 @@ scikit-learn's two sample photos. In one process it reports:
    get one everyday question each (QUESTIONS below); a knowledge base of all 25 images
    with no captions is searched on its text index (the question's MiniLM vector against
    the document descriptions); the share whose image is in the top 3;
-3. OCR word recall on skimage.data.page() and text() (words read by eye);
+3. OCR word recall on skimage.data.page() and text() (words read by eye) and on a
+   circuit schematic with text labels rendered by schemdraw;
 4. encode speed: onnxruntime against torch eager for the same MobileNetV2 (a plain torch
    module loaded with the same weights), same batch, same threads;
 5. ingest rate with all chunks (document, regions, patches), old and new default, in
@@ -47,6 +48,30 @@ PAGE = ("Region-based segmentation Let us first determine markers of the coins a
         "pixels that we can label unambiguously as either object or background. Here, the markers are found at the two "
         "extreme parts of the histogram of grey values: >>> markers = np.zeros_like(coins)")
 TEXT = "(s) = 1 (t-x) e^-ps ds f(s) = -1 t^n 5"  # handwritten formulae of skimage.data.text(), read by eye
+
+
+SCHEMATIC = "Battery 9V R1 10k C1 100nF"  # the labels drawn by schematic() below
+
+
+def schematic() -> np.ndarray:
+    """A small circuit with text labels rendered by schemdraw (the demo extra), as RGB."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import schemdraw
+    import schemdraw.elements as elm
+    from PIL import Image
+
+    with schemdraw.Drawing(show=False) as d:
+        d.config(fontsize=16)
+        elm.SourceV().label("Battery 9V")
+        elm.Resistor().right().label("R1 10k")
+        elm.Capacitor().down().label("C1 100nF")
+        elm.Line().left()
+        elm.Ground()
+    return np.asarray(Image.open(io.BytesIO(d.get_imagedata("png"))).convert("RGB"))
 
 
 def images() -> dict[str, np.ndarray]:
@@ -215,9 +240,10 @@ def main() -> None:
     print(f"\nMobileNetV2 encode, batch 16 at 224 px, {args.threads} threads: torch eager {tr:.0f} images/s, "
           f"onnxruntime {orr:.0f} images/s, ratio {orr / tr:.2f}x")
     reader = OcrReader(threads=args.threads, prefer_cuda=False)
-    page, text = reader.text(ims["page"]), reader.text(ims["text"])
-    print(f"OCR word recall: page {word_recall(PAGE, page):.2f}, text (handwritten) {word_recall(TEXT, text):.2f}")
-    print(f"  page read: {page}\n  text read: {text}")
+    page, text, circuit = reader.text(ims["page"]), reader.text(ims["text"]), reader.text(schematic())
+    print(f"OCR word recall: page {word_recall(PAGE, page):.2f}, text (handwritten) {word_recall(TEXT, text):.2f}, "
+          f"rendered schematic {word_recall(SCHEMATIC, circuit):.2f}")
+    print(f"  page read: {page}\n  text read: {text}\n  schematic read: {circuit}")
 
 
 if __name__ == "__main__":
