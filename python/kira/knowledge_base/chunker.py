@@ -122,28 +122,42 @@ def plan_image(
     return ImagePlan(image=image, chunks=chunks)
 
 
-def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captioner, *, caption_children: bool) -> None:
+def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captioner, *, caption_children: bool,
+             lines: Sequence = ()) -> None:
     """Fill every chunk's description in place.
 
-    The document gets the user's caption and tags followed by the captioner's
-    description of the image (or the captioner's description alone). Regions and patches get the document's text plus where
-    they are, and, when `caption_children`, the captioner's description of the crop.
-    The embedded text leaves the location out, so children without their own caption
-    share the document's text vector (encoded once).
+    The document gets the user's caption and tags first, then the text read from the
+    image (`lines`: OCR results with `.text` and `.box`, as "text: ..."), then the
+    captioner's description of the image. Regions and patches get the document's text
+    (the user's caption and tags, else the captioner's description), the lines read
+    inside them, where they are and, when `caption_children`, the captioner's
+    description of the crop. The embedded text leaves the location out, so children
+    without their own caption or text share the document's text vector (encoded once).
     """
     head = caption.strip() if caption else ""
     if tags:
         head = f"{head}; tags: {', '.join(tags)}" if head else f"tags: {', '.join(tags)}"
-    if not head and captioner is not None:
-        head = captioner.caption(plan.image)
-    whole = captioner.caption(plan.image) if captioner is not None and head else ""
-    plan.chunks[0].description = "; ".join(p for p in (head, whole) if p)
+    whole = captioner.caption(plan.image) if captioner is not None else ""
+    read = _read_text(lines)
+    plan.chunks[0].description = "; ".join(p for p in (head, read, whole) if p)
     plan.chunks[0].embed_text = plan.chunks[0].description
+    shared = head or whole
     h, w = plan.image.shape[:2]
     crops = plan.crops()
     for chunk, crop in zip(plan.chunks[1:], crops[1:]):
         x0, y0, x1, y1 = chunk.box  # type: ignore[misc]
         where = f"{chunk.level} at x {x0}-{x1}, y {y0}-{y1} of {w}x{h}"
+        inside = _read_text([ln for ln in lines if _centre_in(ln.box, chunk.box)])
         crop_text = captioner.caption(crop) if caption_children and captioner is not None else ""
-        chunk.description = "; ".join(p for p in (head, where, crop_text) if p)
-        chunk.embed_text = "; ".join(p for p in (head, crop_text) if p) or where
+        chunk.description = "; ".join(p for p in (shared, inside, where, crop_text) if p)
+        chunk.embed_text = "; ".join(p for p in (shared, inside, crop_text) if p) or where
+
+
+def _read_text(lines: Sequence) -> str:
+    words = " ".join(ln.text for ln in lines if ln.text)
+    return f"text: {words}" if words else ""
+
+
+def _centre_in(box: tuple[int, int, int, int], outer: tuple[int, int, int, int]) -> bool:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return outer[0] <= cx < outer[2] and outer[1] <= cy < outer[3]

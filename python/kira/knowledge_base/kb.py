@@ -312,9 +312,41 @@ class KnowledgeBase:
         """The model stack (loaded with `kira.models.load_default()` on first use)."""
         if self._models is None:
             from kira.models import load_default
+            from kira.models.stack import image_encoder_choice
 
-            self._models = load_default()
+            self._models = load_default(image_encoder=image_encoder_choice(self.built_with().get("image")))
         return self._models
+
+    def built_with(self) -> dict[str, str]:
+        """Part -> model identity of the stack that built this knowledge base ({} before the first image).
+
+        Knowledge bases from before identities were stored give the encoders' class names.
+        """
+        stored = self.store.get_meta("model_identity")
+        if stored:
+            return dict(json.loads(stored))
+        return dict(json.loads(self.store.get_meta("models", "{}") or "{}"))
+
+    def check_models(self, stack: Any) -> None:
+        """Raise ValueError when `stack`'s image encoder is not the one this knowledge base was built with.
+
+        Vectors from two different encoders are not comparable, so a query encoded with
+        another encoder would return noise; the message names the encoder to load.
+        """
+        built = self.built_with().get("image")
+        if not built or stack is None or not hasattr(stack, "identity"):
+            return
+        mine = stack.identity().get("image", "")
+        legacy = self.store.get_meta("model_identity") is None
+        same = type(stack.image).__name__ == built if legacy else mine == built
+        if not same:
+            from kira.models.stack import image_encoder_choice
+
+            choice = image_encoder_choice(built)
+            hint = (f"load it with kira.models.load_default(image_encoder={choice!r})" if choice
+                    else "load the model stack it was built with")
+            raise ValueError(f"{self.path} was built with the image encoder {built}, but this model stack encodes "
+                             f"images with {mine or type(stack.image).__name__}; {hint}")
 
     def _ensure_dims(self) -> VectorSpaces:
         stack = self.models
@@ -325,8 +357,12 @@ class KnowledgeBase:
                 "models",
                 json.dumps({"image": type(stack.image).__name__, "text": type(stack.text).__name__}),
             )
+            if hasattr(stack, "identity"):
+                self.store.set_meta("model_identity", json.dumps(stack.identity()))
             self._open_vectors(dims)
-        elif dims != self.vectors.dims:
+        else:
+            self.check_models(stack)
+        if dims != self.vectors.dims:
             raise ValueError(
                 f"the model stack encodes {dims} but this knowledge base was built with {self.vectors.dims}; "
                 "open it with the models it was built with"
@@ -429,19 +465,40 @@ class KnowledgeBase:
         plans: list[ImagePlan | None] = []
         crops: list[np.ndarray] = []
         texts: list[str] = []
+        # an encoder with encode_boxes (the CNN) gives every chunk's vector from one pass per image
+        boxed = callable(getattr(stack.image, "encode_boxes", None))
+        box_rows: list[np.ndarray] = []
+        tagger = getattr(getattr(stack, "captioner", None), "labels", None)
+        labels: dict[str, list[dict[str, Any]]] = {}
+        read_lines: dict[str, list[dict[str, Any]]] = {}  # OCR lines with their boxes, kept as provenance
         for item in items:
             if item["pixels"] is None:
                 plans.append(None)
                 texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
             else:
                 plan = plan_image(item["pixels"], getattr(stack, "regions", None), self.config.chunking, self.levels)
+                reader = getattr(stack, "ocr", None)
+                lines = reader.read(plan.image) if reader is not None else []
+                if lines:
+                    read_lines[item["doc_id"]] = [{"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)}
+                                                  for ln in lines]
                 describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
-                         caption_children=self.caption_children)
+                         caption_children=self.caption_children, lines=lines)
                 plans.append(plan)
-                crops += plan.crops()
+                if boxed:
+                    box_rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
+                else:
+                    crops += plan.crops()
+                if callable(tagger):
+                    labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)}
+                                              for lb in tagger(plan.image)]
                 texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
             texts += list(item.get("passages", ()))
-        visual = _encode(stack.image, crops)
+        if boxed:
+            visual = np.concatenate(box_rows) if box_rows else np.zeros((0, stack.image.dim), np.float32)
+        else:
+            visual = _encode(stack.image, crops)
+        image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
         text = _encode_texts(stack.text, texts)
         new_ids: dict[str, list[int]] = {"visual": [], "text": []}
         new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
@@ -460,9 +517,11 @@ class KnowledgeBase:
                     thumbnail=_thumbnail_png(pixels) if pixels is not None else None,
                     provenance={
                         "source": item["source"] or "(in memory)",
-                        "image_encoder": type(stack.image).__name__,
+                        "image_encoder": image_identity or type(stack.image).__name__,
                         "text_encoder": type(stack.text).__name__,
                         "described_by": "user caption/tags" if (item["caption"] or item["tags"]) else "captioner",
+                        **({"labels": labels[item["doc_id"]]} if labels.get(item["doc_id"]) else {}),
+                        **({"text_read": read_lines[item["doc_id"]]} if read_lines.get(item["doc_id"]) else {}),
                     },
                 )
                 chunk_ids: list[int] = []
@@ -641,6 +700,7 @@ class KnowledgeBase:
             "generation": self.store.generation(),
             "adapter": self.store.get_meta("adapter_class"),
             "levels": list(self.levels),
+            "models": self.built_with(),
         }
 
     def level_ids(self, levels: Iterable[str]) -> np.ndarray:

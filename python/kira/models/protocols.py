@@ -77,3 +77,12 @@ class LanguageModel(Protocol):
     """A text completer behind generation (SmolLM2, an HTTP server, ...)."""
 
     def complete(self, prompt: str, *, max_new_tokens: int = 128) -> str: ...
+
+
+@runtime_checkable
+class TextReader(Protocol):
+    """Image -> the lines of text printed in it (OCR); each line has .text, .score and .box (x0, y0, x1, y1)."""
+
+    def read(self, image: ImageLike) -> list:
+        """Lines read, top to bottom, left to right; [] when none."""
+        ...

@@ -51,6 +51,10 @@ def open_session(path: str | os.PathLike, *, prefer_cuda: bool = True, threads: 
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads is not None:
         options.intra_op_num_threads = threads
+    if os.environ.get("KIRA_ORT_SPIN", "0") != "1":
+        # idle intra-op threads sleep instead of spinning: kira's sessions run one small call at a
+        # time between numpy work, where spinning threads only steal the cores that work needs
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(path), sess_options=options, providers=wanted)
     provider = session.get_providers()[0]
     if wanted[0] != provider:

