@@ -26,7 +26,8 @@ import numpy as np
 
 from kira.config import KiraConfig
 from kira.eval.dataset import DOMAINS, DomainDataset, Question, build_domainvqa
-from kira.eval.metrics import METRIC_NAMES, RECALL_KS, bootstrap_ci, ranked_unique, score_question
+from kira.eval.metrics import (METRIC_NAMES, RECALL_KS, bootstrap_ci, bootstrap_mean_of_means, ranked_unique,
+                               score_question)
 
 log = logging.getLogger(__name__)
 
@@ -200,16 +201,9 @@ def run_domain(ds: DomainDataset, workdir: Path, *, variants: Sequence[str], con
     return DomainRun(ds.name, records, adaptation, planted_report, seconds, grounding_values)
 
 
-def _boot_samples(values: np.ndarray, seed: int) -> np.ndarray:
-    x = values[~np.isnan(values)]
-    if x.size == 0:
-        return np.full(BOOTSTRAP_RESAMPLES, np.nan)
-    rng = np.random.default_rng(seed)
-    return x[rng.integers(0, x.size, size=(BOOTSTRAP_RESAMPLES, x.size))].mean(axis=1)
-
-
 def aggregate(runs: Sequence[DomainRun], variants: Sequence[str], seed: int) -> dict[str, Any]:
-    """Per-domain and domain-averaged means with bootstrap 95% CIs, per variant and metric."""
+    """Per-domain and domain-averaged means with BCa bootstrap 95% CIs, per variant and metric
+    (the averaged CI is stratified: each domain's questions resampled on their own)."""
     domains: dict[str, dict[str, dict[str, float]]] = {}
     domain_ci: dict[str, dict[str, dict[str, list[float]]]] = {}
     per_kind: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
@@ -218,7 +212,7 @@ def aggregate(runs: Sequence[DomainRun], variants: Sequence[str], seed: int) -> 
     for v in variants:
         averaged[v], averaged_ci[v] = {}, {}
         for metric in METRIC_NAMES:
-            samples, means = [], []
+            groups, means = [], []
             for run in runs:
                 vals = np.array([r.scores[metric] for r in run.records if r.variant == v], dtype=np.float64)
                 est = bootstrap_ci(vals, resamples=BOOTSTRAP_RESAMPLES, seed=seed)
@@ -226,17 +220,17 @@ def aggregate(runs: Sequence[DomainRun], variants: Sequence[str], seed: int) -> 
                 domain_ci.setdefault(run.name, {}).setdefault(v, {})[metric] = [est.low, est.high]
                 if est.n:
                     means.append(est.mean)
-                    samples.append(_boot_samples(vals, seed))
+                    groups.append(vals)
                 for kind in ("retrieval", "visual", "multihop"):
                     kv = [r.scores[metric] for r in run.records if r.variant == v and r.kind == kind]
                     kv = [x for x in kv if not np.isnan(x)]
                     per_kind.setdefault(run.name, {}).setdefault(v, {}).setdefault(kind, {})[metric] = (
                         float(np.mean(kv)) if kv else float("nan"))
             if means:
-                mean_of_means = np.mean(np.stack(samples), axis=0)
+                # stratified BCa: each domain resampled on its own, the mean of domain means
+                avg = bootstrap_mean_of_means(groups, resamples=BOOTSTRAP_RESAMPLES, seed=seed)
                 averaged[v][metric] = float(np.mean(means))
-                averaged_ci[v][metric] = [float(np.quantile(mean_of_means, 0.025)),
-                                          float(np.quantile(mean_of_means, 0.975))]
+                averaged_ci[v][metric] = [avg.low, avg.high]
             else:
                 averaged[v][metric] = float("nan")
                 averaged_ci[v][metric] = [float("nan"), float("nan")]
