@@ -299,3 +299,14 @@ def test_a_huge_caption_reaches_reasoning_bounded(tmp_path):
         result = Kira(kb).ask("blue sky", variant="grounded")
         assert all(len(i.provenance.get("caption", "")) <= MAX_DESCRIPTION_CHARS for i in result.evidence.items)
         assert len(result.answer.text) < 3 * MAX_DESCRIPTION_CHARS
+
+
+def test_a_model_stack_with_another_image_encoder_is_refused_naming_the_one_it_was_built_with(kb):
+    from pipeline_fakes import GridColourEncoder
+
+    class OtherEncoder(GridColourEncoder):
+        pass
+
+    with pytest.raises(ValueError, match="built with the image encoder"):
+        Kira(kb, models=FakeStack(image=OtherEncoder()))
+    assert Kira(kb, models=FakeStack()).ask("blue sky").evidence.items  # the same encoder is fine

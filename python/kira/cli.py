@@ -189,6 +189,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"  groups:    temporal {stats['groups']['temporal']}, multiview {stats['groups']['multiview']}")
     print(f"  index:     {stats['index_kind']} {stats['index_sizes']} dims {stats['dims']}")
     print(f"  adapter:   {stats['adapter'] or 'none'}")
+    models = stats.get("models") or {}
+    print(f"  models:    {', '.join(f'{k} {v}' for k, v in models.items()) or 'none recorded'}")
+    profile = stats.get("profile") or ""
+    print(f"  profile:   {profile or 'empty (no domain knowledge; see docs/profiles.md)'}")
     print(f"  generation {stats['generation']} (commits so far; the index files are checked against it on open)")
     return 0
 

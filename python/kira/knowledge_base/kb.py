@@ -334,11 +334,15 @@ class KnowledgeBase:
         another encoder would return noise; the message names the encoder to load.
         """
         built = self.built_with().get("image")
-        if not built or stack is None or not hasattr(stack, "identity"):
+        if not built or stack is None or getattr(stack, "image", None) is None:
             return
-        mine = stack.identity().get("image", "")
-        legacy = self.store.get_meta("model_identity") is None
-        same = type(stack.image).__name__ == built if legacy else mine == built
+        mine = stack.identity().get("image", "") if hasattr(stack, "identity") else ""
+        if self.store.get_meta("model_identity") is None or not mine:
+            # no identity on one side: compare what both record, the image encoder's class
+            built_class = json.loads(self.store.get_meta("models", "{}") or "{}").get("image", built)
+            same = type(stack.image).__name__ == built_class
+        else:
+            same = mine == built
         if not same:
             from kira.models.stack import image_encoder_choice
 
@@ -701,6 +705,7 @@ class KnowledgeBase:
             "adapter": self.store.get_meta("adapter_class"),
             "levels": list(self.levels),
             "models": self.built_with(),
+            "profile": "" if self.profile.empty else (self.profile.name or "(unnamed)"),
         }
 
     def level_ids(self, levels: Iterable[str]) -> np.ndarray:

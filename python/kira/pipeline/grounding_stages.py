@@ -58,9 +58,9 @@ class Critic:
         notes = []
         if protected:
             notes.append(f"{len(protected)} items named by identifier kept")
-        if items and getattr(ctx.critic, "calibrated", True) is False and items[0] in decision.dropped:
+        if items and not getattr(ctx.critic, "calibrated", False) and items[0] in decision.dropped:
             protected.add(items[0].chunk_id)
-            notes.append("the critic is not calibrated for this text encoder: the top fused result is kept")
+            notes.append("the critic is not calibrated for this model stack: the top fused result is kept")
         if protected:
             kept_ids = {i.chunk_id for i in decision.kept} | protected
             note = "; ".join(([decision.note] if decision.note else []) + notes)

@@ -93,6 +93,8 @@ class Kira:
         if max_per_document < 1:
             raise ValueError(f"max_per_document must be >= 1; got {max_per_document}")
         self.kb = kb
+        if models is not None and hasattr(kb, "check_models"):
+            kb.check_models(models)  # vectors of another image encoder are not comparable: refused here
         self._models = models
         self.profile: DomainProfile = as_profile(profile) if profile is not None else kb.profile
         if generator is None:
@@ -268,10 +270,19 @@ class Kira:
             "critic_threshold": cfg.grounding.critic_threshold,
             "hallucination_threshold": cfg.grounding.hallucination_threshold,
             "generator": describe() if callable(describe) else type(self.generator).__name__,
-            "image_encoder": type(stack.image).__name__ if stack is not None else None,
-            "text_encoder": type(stack.text).__name__ if stack is not None else None,
+            "image_encoder": _identity(stack, "image"),
+            "text_encoder": _identity(stack, "text"),
             "adapter": type(self.kb.adapter).__name__ if self.kb.adapter is not None else None,
         }
+
+
+def _identity(stack: Any, part: str) -> str | None:
+    """Which model a stack runs for `part`: its identity (name/dimension) where it has one, else the class name."""
+    if stack is None or getattr(stack, part, None) is None:
+        return None
+    if hasattr(stack, "identity"):
+        return stack.identity().get(part)
+    return type(getattr(stack, part)).__name__
 
 
 def _empty_answer(state: QueryState) -> QueryState:

@@ -5,7 +5,7 @@ With no captioning model, an uncaptioned photo's description is only measured at
 word to match. The CNN's classifier gives learned words: the top ImageNet classes whose
 probability reaches `threshold` (at most `top_k`) are put first in the caption, as
 "labels: tabby cat, tiger cat", followed by the wrapped captioner's sentence. Images the
-classifier is unsure of (most domain images: radiographs, schematics) get no labels.
+classifier is unsure of (most domain images: scans, drawings) get no labels.
 The knowledge base puts the user's own caption and tags before any of this.
 """
 

@@ -1,7 +1,7 @@
 """The default Captioner: descriptions and query hypotheses without a captioning model.
 
 `caption` is the describer's sentence of measured attributes, introduced by the domain
-prompt when one is given (a BLIP-2 style prompt such as "A chest X-ray showing" reads
+prompt when one is given (a BLIP-2 style prompt such as "A weld inspection photo showing" reads
 naturally as the prefix). `hypotheses` stands in for the chain-of-thought hypotheses a
 captioning LM would write for query expansion: deterministic sentences that restate
 the question's subject in the vocabulary chunk descriptions use (location, brightness,
@@ -28,7 +28,7 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9\-']*")
 
 
 def question_subject(question: str, max_words: int = 6) -> str:
-    """The content words of a question, in order, e.g. 'Where is the tumour?' -> 'tumour'.
+    """The content words of a question, in order, e.g. 'Where is the crack?' -> 'crack'.
 
     Returns "" when the question has no content words.
     """
@@ -49,7 +49,7 @@ class DefaultCaptioner:
     def caption(self, image: ImageLike, prompt: str | None = None) -> str:
         """The measured-attribute sentence, prefixed by `prompt` when given.
 
-        Returns e.g. "A chest X-ray showing a dark, high-contrast greyscale image ...".
+        Returns e.g. "A weld inspection photo showing a dark, high-contrast greyscale image ...".
         Raises kira.images.ImageError for unusable input.
         """
         text = self.describer.describe(image).to_text()

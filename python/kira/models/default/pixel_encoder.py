@@ -5,7 +5,7 @@ the others):
 
 - **colour**: an HSV histogram with an achromatic axis. Chromatic pixels (saturation and
   value high enough for hue to mean something) fall into hue x saturation x value bins;
-  the others into grey-level bins, so greyscale domains (radiology, schematics, digits)
+  the others into grey-level bins, so greyscale images (scans, drawings, digits)
   still get an 8-level intensity histogram instead of hue noise. Pyramid 1x1 + 2x2:
   the global histogram is invariant to flips and crops; the quadrants add layout.
 - **texture**: rotation-invariant uniform local binary patterns (LBP riu2, P = 8) at
@@ -15,15 +15,15 @@ the others):
 - **gradient**: unsigned gradient-orientation histograms (HOG-like, 9 bins, magnitude
   weighted, soft-assigned between neighbouring bins) on a 1x1 + 2x2 + 4x4 pyramid:
   shape and structure, which is what separates a digit "1" from a "7" or one
-  schematic symbol from another. Cells are normalised by the image's mean gradient
+  drawn symbol from another. Cells are normalised by the image's mean gradient
   energy, not per cell, so a flat cell stays flat and global contrast cancels.
 - **layout**: an 8 x 8 zero-mean thumbnail of luminance (the MPEG-7 colour-layout
   idea), which keeps the coarse spatial arrangement the histograms throw away.
 - **salience**: an 8 x 8 zero-mean grid of the default saliency map (spectral residual
   + centre-surround contrast, kira.models.default.saliency): where the image's
   unexpected structure sits. Luminance layout is dominated by what every image of a
-  domain shares (the chest, the sheet); salience is dominated by what differs (an
-  opacity at one lung base, a fluid level). It keeps its left-right sense
+  domain shares (the body, the sheet); salience is dominated by what differs (a
+  spot on one side, a fluid level). It keeps its left-right sense
   (salience_mirror_weight 1.0), because which side a finding is on is the finding.
 
 Histograms get the Hellinger (square-root) map, each pyramid level is scaled to unit
