@@ -125,7 +125,7 @@ class RetrievalConfig(_Checked):
     fine_grained: bool = True  # ReAG: crop the question's subject and re-query
     # kira's own fusion weights for the secondary rankings (not in the papers):
     expansion_weight_scale: float = _f(0.5, 0)  # an expansion ranks at text_weight * 0.5 * cos(expansion, question)
-    caption_query_weight_scale: float = _f(0.5, 0)  # image-only asks: the image's own description, at half weight
+    caption_query_weight_scale: float = _f(0.0, 0)  # image-only asks: path B searches with the captioner's description of the image at text_weight x this. 0 by default: a description kira's own captioner writes restates the image through a lossier channel and only lowered image-only precision on real images (sklearn digits p@5 0.563 -> 0.550 at 0.5); a stack with a learned captioner (BLIP-2) may set it
     hop_weight_scale: float = _f(0.5, 0)  # hops after the first rank at visual_weight * 0.5
     fine_weight_scale: float = _f(0.5, 0)  # the query crop's ranking (ReAG fine-grained) ranks at visual_weight * 0.5
     rerank_candidates_per_result: int = _f(4, 1)  # the cross-encoder re-scores the top 4 * top_k fused

@@ -59,9 +59,10 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None, *,
-                 prompt: str | None = None) -> QueryVectors:
-    """Embed the question and image into the spaces the indexes hold (see module doc); `prompt` is the
-    profile's captioner prompt, for describing an image asked about without a question."""
+                 prompt: str | None = None, describe_image: bool = True) -> QueryVectors:
+    """Embed the question and image into the spaces the indexes hold (see module doc). An image asked
+    about without a question is described by the captioner (with the profile's `prompt`) for path B,
+    unless `describe_image` is False (its ranking would weigh nothing)."""
     out = QueryVectors(question=question)
     notes: list[str] = []
     if image is not None:
@@ -82,7 +83,7 @@ def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None, *
                 out.text_in_image_from_bridge = True
             else:
                 notes.append("no text->image encoder and fewer than 2 captioned images: path A uses the image only")
-    elif image is not None and getattr(stack, "captioner", None) is not None:
+    elif image is not None and describe_image and getattr(stack, "captioner", None) is not None:
         caption = stack.captioner.caption(image, prompt) if prompt else stack.captioner.caption(image)
         if caption:
             out.text_vector = _unit(np.asarray(stack.text.encode([caption]), dtype=np.float32)[0])

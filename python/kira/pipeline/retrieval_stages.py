@@ -24,7 +24,8 @@ class EncodeQuery:
     name = "encode"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
-        q = encode_query(ctx.kb, ctx.models, state.question, state.pixels, prompt=ctx.profile.captioner_prompt or None)
+        q = encode_query(ctx.kb, ctx.models, state.question, state.pixels, prompt=ctx.profile.captioner_prompt or None,
+                         describe_image=ctx.config.retrieval.caption_query_weight_scale > 0)
         facts = ctx.analysis.analyze(state.question, ctx.kb, state.allow)
         return state.evolve(query=q, facts=facts, trace={"notes": list(q.notes)})
 
