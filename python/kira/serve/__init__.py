@@ -18,7 +18,7 @@ __all__ = ["ServeConfig", "create_app"]
 def _require() -> None:
     try:
         import fastapi  # noqa: F401
-        import multipart  # noqa: F401  (python-multipart, for image uploads)
+        import python_multipart  # noqa: F401  (for image uploads)
         import prometheus_client  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
