@@ -439,6 +439,18 @@ def test_create_app_embeds_in_process_and_refuses_bad_options(built, tmp_path):
         assert client.get("/ready").json()["ready"] is True
         hit = client.post("/search", json={"text": "a tabby cat lying down", "top_k": 1}).json()["results"][0]
         assert hit["doc_id"] == "chelsea"
+    # mounted inside a user's app, whose lifespan does not run the sub-app's: it starts on first use
+    from fastapi import FastAPI
+
+    outer = FastAPI()
+    outer.mount("/kira", create_app(kb_ro, read_only=True))
+    with TestClient(outer) as client:
+        assert client.get("/kira/ready").status_code == 503  # nothing opened yet
+        hit = client.post("/kira/search", json={"text": "old coins on a table", "top_k": 1}).json()["results"][0]
+        assert hit["doc_id"] == "coins"
+        assert client.get("/kira/ready").json()["ready"] is True
+        app = outer.routes[-1].app
+    app.state.service.stop()
 
 
 def test_serve_command_refuses_bad_options_with_the_fix(built, capsys):

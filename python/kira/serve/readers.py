@@ -42,7 +42,8 @@ class Reader:
 
     def warm(self) -> None:
         """Pick up new commits and build the views a query reads (cheap when nothing changed)."""
-        self.kira.warm()
+        warm = getattr(self.kira, "warm", None) or getattr(self.kb, "warm", None) or self.kb.refresh
+        warm()
         self._seen()
 
     def _seen(self) -> None:

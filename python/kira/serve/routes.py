@@ -28,15 +28,21 @@ def _body(model: type) -> dict[str, Any]:
                                                           "multipart/form-data": {"schema": form}}}}
 
 
-def _service(request: Request) -> Any:
-    return request.app.state.service
+async def _service(request: Request) -> Any:
+    """The app's Service, started first if the app's lifespan did not run (an app mounted inside another)."""
+    svc = request.app.state.service
+    if not svc.started:
+        await svc.ensure_started()
+    return svc
 
 
 def _levels(levels: list[str] | None) -> list[str] | None:
     if levels is None:
         return None
-    from kira.reasoning.types import LEVELS
-
+    try:
+        from kira.reasoning.types import LEVELS
+    except ImportError:  # pragma: no cover - the pipeline's level names, should they move
+        LEVELS = ("document", "region", "patch", "passage")
     bad = sorted(set(levels) - set(LEVELS))
     if bad:
         raise ApiError(422, "unknown_level", f"unknown levels {bad}", f"use levels from {list(LEVELS)}")
@@ -60,7 +66,7 @@ async def ask(request: Request) -> Any:
     per-stage timings, and the rationale card when `card` is json or html."""
     from kira.pipeline import VARIANTS
 
-    svc = _service(request)
+    svc = await _service(request)
     body, image = await parse(request, AskRequest, svc.config.max_upload_bytes)
     if body.variant not in VARIANTS:
         raise ApiError(422, "unknown_variant", f"unknown variant {body.variant!r}", f"use one of {list(VARIANTS)}")
@@ -76,7 +82,6 @@ async def ask(request: Request) -> Any:
 
     result = await svc.readers.submit(run)
     svc.metrics.observe_stages("/ask", result["timings"])
-    svc.metrics.generation.set(result["generation"] or 0)
     return JSONResponse(result)
 
 
@@ -85,7 +90,7 @@ async def search(request: Request) -> Any:
     """Retrieval only: chunks for a text, an image or a raw vector, with `top_k`, `levels` and metadata filters."""
     import numpy as np
 
-    svc = _service(request)
+    svc = await _service(request)
     body, image = await parse(request, SearchRequest, svc.config.max_upload_bytes)
     levels = _levels(body.levels)
     text = (body.text or "").strip() or None
@@ -106,7 +111,7 @@ async def search(request: Request) -> Any:
 @documents.get("/documents/{doc_id}", response_model=DocumentOut, responses=ERRORS)
 async def get_document(doc_id: str, request: Request) -> Any:
     """A document's caption, tags, metadata and chunks (levels, boxes, descriptions)."""
-    svc = _service(request)
+    svc = await _service(request)
     if svc.readers is None:
         raise ApiError(404, "not_served", "this process serves writes only", "ask the main server")
     return JSONResponse(await svc.readers.submit(lambda reader: reader.document(doc_id)))
@@ -114,7 +119,7 @@ async def get_document(doc_id: str, request: Request) -> Any:
 
 async def _write(request: Request) -> Any:
     """None when this process runs the write itself; else the writer process's response, or a 403."""
-    svc = _service(request)
+    svc = await _service(request)
     if svc.config.read_only:
         raise ApiError(403, "read_only", "this server is read-only (--read-only)",
                        "send writes to a kira serve started without --read-only")
@@ -143,7 +148,7 @@ async def add_document(request: Request) -> Any:
         return forwarded
     import uuid
 
-    svc = _service(request)
+    svc = await _service(request)
     commit = _commit_flag(request)
     if request.headers.get("content-type", "").startswith("multipart/"):
         # multipart carries the image as a file; the model still wants the field, so fill it after parsing
@@ -179,7 +184,7 @@ async def remove_document(doc_id: str, request: Request) -> Any:
     if forwarded is not None:
         return forwarded
     commit = _commit_flag(request)
-    return JSONResponse(await _service(request).writer.submit(lambda writer: writer.remove(doc_id, commit)))
+    return JSONResponse(await (await _service(request)).writer.submit(lambda writer: writer.remove(doc_id, commit)))
 
 
 @documents.post("/commit", response_model=Committed, responses=ERRORS)
@@ -188,13 +193,13 @@ async def commit(request: Request) -> Any:
     forwarded = await _write(request)
     if forwarded is not None:
         return forwarded
-    return JSONResponse(await _service(request).writer.submit(lambda writer: writer.commit()))
+    return JSONResponse(await (await _service(request)).writer.submit(lambda writer: writer.commit()))
 
 
 @ops.get("/health", response_model=Health)
 async def health(request: Request) -> Any:
     """Liveness (never needs the bearer token) and the knowledge base generation the readers last saw."""
-    svc = _service(request)
+    svc = request.app.state.service
     generation, count = svc.generation()
     return {"status": "ok", "generation": generation, "documents": count, "read_only": svc.config.read_only,
             "role": svc.config.role, "pid": svc.pid}
@@ -203,7 +208,7 @@ async def health(request: Request) -> Any:
 @ops.get("/ready", response_model=Ready, responses={503: {"description": "not ready yet"}})
 async def ready(request: Request) -> Any:
     """200 once every thread has opened and warmed its view of the knowledge base, else 503."""
-    ok, detail = _service(request).is_ready()
+    ok, detail = request.app.state.service.is_ready()
     return JSONResponse({"ready": ok, "detail": detail}, status_code=200 if ok else 503,
                         headers=None if ok else {"Retry-After": "1"})
 
@@ -211,5 +216,7 @@ async def ready(request: Request) -> Any:
 @ops.get("/metrics", response_class=Response)
 async def metrics(request: Request) -> Response:
     """Prometheus text format: requests and latency per route, time per pipeline stage."""
-    body, ctype = _service(request).metrics.render()
+    svc = await _service(request)
+    svc.metrics.generation.set(svc.generation()[0] or 0)
+    body, ctype = svc.metrics.render()
     return Response(body, media_type=ctype)

@@ -30,6 +30,7 @@ class Service:
         self.remote: Any = None
         self.started = False
         self.pid = os.getpid()
+        self._lock: Any = None
 
     @property
     def writable(self) -> bool:
@@ -62,6 +63,22 @@ class Service:
         self.started = True
         log.info("kira serve: %s ready (pid %d, %s, %d reader thread(s))", cfg.kb_path, self.pid,
                  "read-only" if cfg.read_only else "writable", cfg.threads if self.readers else 0)
+
+    async def ensure_started(self) -> None:
+        """Start now, once, off the event loop (for an app whose lifespan never ran)."""
+        import asyncio
+
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if not self.started:
+                try:
+                    await asyncio.to_thread(self.start)
+                except Exception as exc:
+                    from kira.serve.errors import ApiError
+
+                    raise ApiError(503, "not_started", f"the service could not open the knowledge base: {exc}",
+                                   "fix what the message says and restart the app") from None
 
     def stop(self) -> None:
         """Drain and close (called after the server stopped taking requests)."""
