@@ -10,15 +10,20 @@ For each route it measures p50 / p99 latency and throughput (requests/s):
   for /search the same `Reader.search` the route runs): the ceiling the service is held to;
 - over HTTP against `kira serve KB --read-only --workers W` started here on a free
   127.0.0.1 port, with 1, 4 and 16 concurrent clients (one asyncio httpx client).
-Every cell stops after `--requests` requests or `--seconds` seconds, whichever is first;
-a few warm-up requests per cell are not counted. Only loopback is ever contacted.
+Every cell stops after `--requests` requests or `--seconds` seconds, whichever is first.
+Before timing, every distinct query is sent once per process (twice per worker over
+HTTP) and not counted: the pipeline caches per-chunk work across asks, so the figures
+are for a warm service. Only loopback is ever contacted.
 
 Routes: `search` (POST /search, text), `vector` (POST /search with a raw vector of the
 visual index's dimension: no model runs, so it shows the service's own cost), `ask` (POST /ask, text question, variant full) and
 `ask_image` (POST /ask, multipart image upload, variant full).
 
-The service's own overhead is reported as HTTP p50 at 1 client minus in-process p50
-(target <= 1 ms for /search), and HTTP throughput at 16 clients over in-process
+The service's own overhead at 1 client (target <= 1 ms for /search) is measured by
+alternating in-process and HTTP calls of the same query in one loop against a 1-worker
+server, so that both see the same machine load: the median of the paired differences,
+and the part of it spent in the server outside the route's own work (the response's
+Server-Timing header minus the work timings in its body), and HTTP throughput at 16 clients over in-process
 throughput with as many processes as workers (target >= 0.8). The load generator
 shares the machine with the server: on a 2-core VM its own CPU use lowers the HTTP figures.
 
@@ -123,36 +128,98 @@ def _query_images() -> list[bytes]:
 
 
 # ---- in-process -----------------------------------------------------------------------------
+def _local_call(reader: Any, route: str, i: int, images: list[np.ndarray], vectors: list[np.ndarray]) -> None:
+    """The library call a request of `route` makes (what the route runs, minus HTTP)."""
+    if route == "search":
+        reader.search(QUESTIONS[i % len(QUESTIONS)], None, None, "visual", 10, None, None)
+    elif route == "vector":
+        reader.search(None, None, vectors[i % len(vectors)], "visual", 10, None, None)
+    elif route == "ask":
+        reader.kira.ask(QUESTIONS[i % len(QUESTIONS)], top_k=5, variant="full")
+    else:
+        reader.kira.ask(None, image=images[i % len(images)], top_k=5, variant="full")
+
+
 def _inprocess_worker(kb: str, route: str, seconds: float, requests: int, barrier: Any, out: Any) -> None:
     from kira.serve.readers import Reader, load_models
 
     reader = Reader(kb, load_models(None))
     images = [_decode(b) for b in _query_images()]
     vectors = _vectors(kb)
-
-    def once(i: int) -> None:
-        if route == "search":
-            reader.search(QUESTIONS[i % len(QUESTIONS)], None, None, "visual", 10, None, None)
-        elif route == "vector":
-            reader.search(None, None, vectors[i % len(vectors)], "visual", 10, None, None)
-        elif route == "ask":
-            reader.kira.ask(QUESTIONS[i % len(QUESTIONS)], top_k=5, variant="full")
-        else:
-            reader.kira.ask(None, image=images[i % len(images)], top_k=5, variant="full")
-
-    for i in range(3):
-        once(i)
+    for i in range(_distinct(route, len(images), len(vectors))):
+        _local_call(reader, route, i, images, vectors)  # every distinct query once: the pipeline caches per chunk
     barrier.wait()
     latencies = []
     start = time.perf_counter()
     i = 0
     while i < requests and time.perf_counter() - start < seconds:
         t = time.perf_counter()
-        once(i)
+        _local_call(reader, route, i, images, vectors)
         latencies.append(time.perf_counter() - t)
         i += 1
     out.put((latencies, time.perf_counter() - start))
     reader.close()
+
+
+def paired(kb: str, url: str, route: str, seconds: float, requests: int) -> dict[str, Any]:
+    """The service's overhead at 1 client: in-process and HTTP calls of the same query, alternated in one loop
+    (which goes first alternates too), so both see the same machine load. Server: 1 worker."""
+    import httpx
+
+    from kira.serve.readers import Reader, load_models
+
+    reader = Reader(kb, load_models(None))
+    raw_images = _query_images()
+    images = [_decode(b) for b in raw_images]
+    vectors = _vectors(kb)
+    as_lists = [v.tolist() for v in vectors]
+    with httpx.Client(base_url=url, timeout=300.0) as client:
+
+        inside: list[float] = []  # server time outside the route's own work (Server-Timing minus body timings)
+
+        def remote(i: int) -> None:
+            path, kwargs = _http_request(route, i, raw_images, as_lists)
+            r = client.post(path, **kwargs)
+            r.raise_for_status()
+            server_ms = float(r.headers["server-timing"].partition("dur=")[2])
+            work = r.json()["timings"]
+            inside.append(server_ms - (work["total"] if "total" in work else sum(work.values())))
+
+        def local(i: int) -> None:
+            _local_call(reader, route, i, images, vectors)
+
+        for i in range(_distinct(route, len(images), len(vectors))):
+            local(i)
+            remote(i)
+        inside.clear()
+        here, there = [], []
+        start = time.perf_counter()
+        i = 0
+        while i < requests and time.perf_counter() - start < seconds:
+            for fn, sink in ((local, here), (remote, there))[:: 1 if i % 2 else -1]:
+                t = time.perf_counter()
+                fn(i)
+                sink.append(time.perf_counter() - t)
+            i += 1
+    reader.close()
+    a, b = np.asarray(here) * 1000, np.asarray(there) * 1000
+    return {"n": int(a.size), "inprocess_p50_ms": float(np.median(a)), "http_p50_ms": float(np.median(b)),
+            "overhead_p50_ms": float(np.median(b - a)), "in_server_p50_ms": float(np.median(inside))}
+
+
+def _http_request(route: str, i: int, images: list[bytes], vectors: list[list[float]]) -> tuple[str, dict[str, Any]]:
+    """(path, httpx keyword arguments) of request `i` of `route`."""
+    if route == "search":
+        return "/search", {"json": {"text": QUESTIONS[i % len(QUESTIONS)], "top_k": 10}}
+    if route == "vector":
+        return "/search", {"json": {"vector": vectors[i % len(vectors)], "top_k": 10}}
+    if route == "ask":
+        return "/ask", {"json": {"question": QUESTIONS[i % len(QUESTIONS)], "top_k": 5}}
+    return "/ask", {"files": {"image": ("q.png", images[i % len(images)], "image/png")}, "data": {"top_k": "5"}}
+
+
+def _distinct(route: str, images: int, vectors: int) -> int:
+    return {"search": len(QUESTIONS), "ask": len(QUESTIONS), "vector": vectors, "ask_image": images}[route]
 
 
 def _vectors(kb: str, n: int = 16) -> list[np.ndarray]:
@@ -229,25 +296,22 @@ class Server:
 
 
 async def _http_cell(url: str, route: str, clients: int, seconds: float, requests: int,
-                     images: list[bytes], vectors: list[list[float]]) -> dict[str, Any]:
+                     images: list[bytes], vectors: list[list[float]], warm: int) -> dict[str, Any]:
     import httpx
 
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300.0) as client:
 
         async def once(i: int) -> int:
-            if route == "search":
-                r = await client.post("/search", json={"text": QUESTIONS[i % len(QUESTIONS)], "top_k": 10})
-            elif route == "vector":
-                r = await client.post("/search", json={"vector": vectors[i % len(vectors)], "top_k": 10})
-            elif route == "ask":
-                r = await client.post("/ask", json={"question": QUESTIONS[i % len(QUESTIONS)], "top_k": 5})
-            else:
-                r = await client.post("/ask", files={"image": ("q.png", images[i % len(images)], "image/png")},
-                                      data={"top_k": "5"})
-            return r.status_code
+            path, kwargs = _http_request(route, i, images, vectors)
+            return (await client.post(path, **kwargs)).status_code
 
-        await asyncio.gather(*(once(i) for i in range(max(3, clients))))  # warm-up, connections opened
+        # warm-up: every distinct query, `warm` times over (so that each worker has likely seen each), and
+        # the connections opened
+        distinct = _distinct(route, len(images), len(vectors))
+        for _ in range(warm):
+            await asyncio.gather(*(once(i) for i in range(distinct)))
+        await asyncio.gather(*(once(i) for i in range(clients)))
         latencies: list[float] = []
         refused = [0]
         counter = [0]
@@ -288,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--routes", nargs="+", default=["vector", "search", "ask", "ask_image"],
                         choices=["search", "vector", "ask", "ask_image"])
+    parser.add_argument("--overhead-routes", nargs="*", default=["vector", "search"],
+                        choices=["search", "vector", "ask", "ask_image"], help="routes of the paired overhead run")
     parser.add_argument("--seconds", type=float, default=6.0, help="time bound per cell")
     parser.add_argument("--requests", type=int, default=300, help="request bound per cell")
     parser.add_argument("--out", help="write every figure as JSON here")
@@ -322,20 +388,22 @@ def main(argv: list[str] | None = None) -> int:
                 for route in args.routes:
                     for clients in args.clients:
                         cell = asyncio.run(_http_cell(server.url, route, clients, args.seconds, args.requests, images,
-                                                     vectors))
+                                                     vectors, 2 * workers if clients == args.clients[0] else 0))
                         results["http"][f"{route}/w{workers}/c{clients}"] = cell
                         print(f"http       {route:9s} {workers} worker(s) {clients:2d} clients  p50 "
                               f"{_fmt(cell['p50_ms'], 2):>8} ms  p99 {_fmt(cell['p99_ms'], 2):>8} ms  "
                               f"{_fmt(cell['qps'])} req/s  (n={cell['n']}, 503s {cell['refused']})", flush=True)
+                if workers == 1:
+                    for route in args.overhead_routes:
+                        cell = paired(str(kb), server.url, route, args.seconds, args.requests)
+                        results.setdefault("overhead", {})[route] = cell
             finally:
                 server.stop()
-    print("\nservice overhead (HTTP p50 at 1 client - in-process p50, 1 worker / 1 process):")
-    for route in args.routes:
-        local = results["inprocess"].get(f"{route}/p1")
-        http = results["http"].get(f"{route}/w1/c1")
-        if local and http and local["p50_ms"] is not None and http["p50_ms"] is not None:
-            results.setdefault("overhead_ms", {})[route] = http["p50_ms"] - local["p50_ms"]
-            print(f"  {route:9s} {http['p50_ms'] - local['p50_ms']:+.2f} ms")
+    print("\nservice overhead at 1 client, 1 worker (in-process and HTTP calls alternated in one loop):")
+    for route, cell in results.get("overhead", {}).items():
+        print(f"  {route:9s} in-process p50 {cell['inprocess_p50_ms']:.2f} ms, HTTP p50 {cell['http_p50_ms']:.2f} ms, "
+              f"median paired difference {cell['overhead_p50_ms']:+.2f} ms, of which in the server outside the "
+              f"search or ask {cell['in_server_p50_ms']:.2f} ms (n={cell['n']})")
     top = max(args.clients)
     print(f"throughput at {top} clients / in-process with as many processes as workers:")
     for route in args.routes:

@@ -181,6 +181,8 @@ def test_without_a_key_every_route_is_open_on_loopback(reader):
     assert reader.client.get("/ready").status_code == 200
     assert reader.client.get("/metrics").status_code == 200
     assert "loopback only; no authentication" in reader.log.read_text()
+    cross = reader.client.get("/health", headers={"Origin": "http://elsewhere.example"})
+    assert "access-control-allow-origin" not in cross.headers  # no CORS unless asked
 
 
 # ---- ask --------------------------------------------------------------------------------
@@ -219,6 +221,8 @@ def test_search_by_text_image_and_raw_vector(built, reader):
     hits = text.json()["results"]
     assert hits[0]["doc_id"] == "rocket" and {"text"} <= set(hits[0]["paths"])
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    server_ms = float(text.headers["server-timing"].partition("dur=")[2])  # the server's own time, for clients
+    assert server_ms >= sum(text.json()["timings"].values())
     image = reader.client.post("/search", files={"image": ("x.png", _png(_photo("coins")), "image/png")},
                                data={"top_k": "3", "levels": "document"})
     assert image.status_code == 200, image.text
@@ -435,8 +439,10 @@ def test_create_app_embeds_in_process_and_refuses_bad_options(built, tmp_path):
         create_app(kb_ro, colour="red")
     with pytest.raises(ValueError, match="unset or empty"):
         create_app(kb_ro, api_key_env="KIRA_TEST_NO_SUCH_VARIABLE")
-    with TestClient(create_app(kb_ro, read_only=True)) as client:
+    with TestClient(create_app(kb_ro, read_only=True, cors_origins=["http://app.example"])) as client:
         assert client.get("/ready").json()["ready"] is True
+        cors = client.get("/health", headers={"Origin": "http://app.example"})
+        assert cors.headers["access-control-allow-origin"] == "http://app.example"
         hit = client.post("/search", json={"text": "a tabby cat lying down", "top_k": 1}).json()["results"][0]
         assert hit["doc_id"] == "chelsea"
     # mounted inside a user's app, whose lifespan does not run the sub-app's: it starts on first use

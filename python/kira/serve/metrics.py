@@ -55,7 +55,8 @@ class Metrics:
 
 
 class MetricsMiddleware:
-    """ASGI middleware: counts and times every HTTP request under its route template (not its raw path)."""
+    """ASGI middleware: counts and times every HTTP request under its route template (not its raw path), and
+    tells the client the server's time in a ``Server-Timing: app;dur=<ms>`` header."""
 
     def __init__(self, app: Any, metrics: Metrics) -> None:
         self.app = app
@@ -66,13 +67,17 @@ class MetricsMiddleware:
             await self.app(scope, receive, send)
             return
         status = [500]
+        start = time.perf_counter()
 
         async def send_status(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = int(message["status"])
+                # Server-Timing: the time spent in this process before the response began (RFC: W3C Server Timing)
+                elapsed = (time.perf_counter() - start) * 1000.0
+                message = dict(message, headers=[*message.get("headers", []),
+                                                 (b"server-timing", f"app;dur={elapsed:.3f}".encode())])
             await send(message)
 
-        start = time.perf_counter()
         self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_status)
