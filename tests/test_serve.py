@@ -418,7 +418,13 @@ def test_shutdown_drains_the_request_in_flight(reader):
 
     t = threading.Thread(target=ask)
     t.start()
-    time.sleep(0.15)  # the ask is running
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and t.is_alive():  # until the ask is in flight (this scrape is the other one)
+        in_flight = [line for line in reader.client.get("/metrics").text.splitlines()
+                     if line.startswith("kira_requests_in_flight ")]
+        if in_flight and float(in_flight[0].split()[1]) >= 2:
+            break
+        time.sleep(0.01)
     reader.proc.send_signal(signal.SIGTERM)
     t.join()
     assert result and result[0].status_code == 200, result
