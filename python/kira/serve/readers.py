@@ -46,6 +46,11 @@ class Reader:
         warm()
         self._seen()
 
+    def _refresh(self) -> None:
+        """Pick up new commits before a request (the facts /health reports are re-read only when there were)."""
+        if self.kb.refresh():
+            self._seen()
+
     def _seen(self) -> None:
         self.generation = int(self.kb.store.generation())
         self.documents = len(self.kb)
@@ -57,8 +62,8 @@ class Reader:
     def ask(self, question: str | None, pixels: np.ndarray | None, top_k: int, variant: str,
             levels: list[str] | None, card: str) -> dict[str, Any]:
         """`Kira.ask`, as the JSON body of POST /ask (`kira.serve.schemas.AskResponse`)."""
+        self._refresh()
         result = self.kira.ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels)
-        self._seen()
         answer = result.answer
         body: dict[str, Any] = {
             "question": result.question,
@@ -86,8 +91,7 @@ class Reader:
         """Retrieval only (`kira.serve.search`), as the JSON body of POST /search."""
         from kira.serve.search import allowed_ids, search
 
-        self.kb.refresh()
-        self._seen()
+        self._refresh()
         allow = allowed_ids(self.kb, levels, filters)
         hits, timings = search(self.kb, text=text, pixels=pixels, vector=vector, space=space, top_k=top_k, allow=allow)
         return {"results": hits, "timings": {k: round(v, 3) for k, v in timings.items()}, "generation": self.generation}
@@ -96,8 +100,7 @@ class Reader:
         """A document's stored facts and chunks; ApiError 404 for an unknown id."""
         from kira.serve.search import _chunk_ids_of
 
-        self.kb.refresh()
-        self._seen()
+        self._refresh()
         row = self.kb.documents([doc_id]).get(doc_id)
         if row is None:
             raise ApiError(404, "unknown_document", f"no document {doc_id!r} in the knowledge base",
