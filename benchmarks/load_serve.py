@@ -23,7 +23,8 @@ The service's own overhead at 1 client (target <= 1 ms for /search) is measured 
 alternating in-process and HTTP calls of the same query in one loop against a 1-worker
 server, so that both see the same machine load: the median of the paired differences,
 and the part of it spent in the server outside the route's own work (the response's
-Server-Timing header minus the work timings in its body), and HTTP throughput at 16 clients over in-process
+Server-Timing header minus the work timings in its body), and CPU time per call in-process
+and per request in the server process (all threads; less inflated by the machine's load), and HTTP throughput at 16 clients over in-process
 throughput with as many processes as workers (target >= 0.8). The load generator
 shares the machine with the server: on a 2-core VM its own CPU use lowers the HTTP figures.
 
@@ -143,7 +144,7 @@ def _local_call(reader: Any, route: str, i: int, images: list[np.ndarray], vecto
 def _inprocess_worker(kb: str, route: str, seconds: float, requests: int, barrier: Any, out: Any) -> None:
     from kira.serve.readers import Reader, load_models
 
-    reader = Reader(kb, load_models(None))
+    reader = Reader(kb, load_models(None, threads=1))
     images = [_decode(b) for b in _query_images()]
     vectors = _vectors(kb)
     for i in range(_distinct(route, len(images), len(vectors))):
@@ -161,14 +162,22 @@ def _inprocess_worker(kb: str, route: str, seconds: float, requests: int, barrie
     reader.close()
 
 
-def paired(kb: str, url: str, route: str, seconds: float, requests: int) -> dict[str, Any]:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid`, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def paired(kb: str, url: str, route: str, seconds: float, requests: int, server_pid: int) -> dict[str, Any]:
     """The service's overhead at 1 client: in-process and HTTP calls of the same query, alternated in one loop
-    (which goes first alternates too), so both see the same machine load. Server: 1 worker."""
+    (which goes first alternates too), so both see the same machine load. Server: 1 worker, process
+    `server_pid`; its CPU time per request is compared with the in-process call's (a figure the
+    machine's load does not inflate the way it does wall-clock time)."""
     import httpx
 
     from kira.serve.readers import Reader, load_models
 
-    reader = Reader(kb, load_models(None))
+    reader = Reader(kb, load_models(None, threads=1))
     raw_images = _query_images()
     images = [_decode(b) for b in raw_images]
     vectors = _vectors(kb)
@@ -193,18 +202,24 @@ def paired(kb: str, url: str, route: str, seconds: float, requests: int) -> dict
             remote(i)
         inside.clear()
         here, there = [], []
+        local_cpu = 0.0
+        server_cpu = _cpu_seconds(server_pid)
         start = time.perf_counter()
         i = 0
         while i < requests and time.perf_counter() - start < seconds:
             for fn, sink in ((local, here), (remote, there))[:: 1 if i % 2 else -1]:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 fn(i)
                 sink.append(time.perf_counter() - t)
+                if fn is local:
+                    local_cpu += time.process_time() - c
             i += 1
+        server_cpu = _cpu_seconds(server_pid) - server_cpu
     reader.close()
     a, b = np.asarray(here) * 1000, np.asarray(there) * 1000
     return {"n": int(a.size), "inprocess_p50_ms": float(np.median(a)), "http_p50_ms": float(np.median(b)),
-            "overhead_p50_ms": float(np.median(b - a)), "in_server_p50_ms": float(np.median(inside))}
+            "overhead_p50_ms": float(np.median(b - a)), "in_server_p50_ms": float(np.median(inside)),
+            "inprocess_cpu_ms": 1000 * local_cpu / max(a.size, 1), "server_cpu_ms": 1000 * server_cpu / max(b.size, 1)}
 
 
 def _http_request(route: str, i: int, images: list[bytes], vectors: list[list[float]]) -> tuple[str, dict[str, Any]]:
@@ -395,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                               f"{_fmt(cell['qps'])} req/s  (n={cell['n']}, 503s {cell['refused']})", flush=True)
                 if workers == 1:
                     for route in args.overhead_routes:
-                        cell = paired(str(kb), server.url, route, args.seconds, args.requests)
+                        cell = paired(str(kb), server.url, route, args.seconds, args.requests, server.proc.pid)
                         results.setdefault("overhead", {})[route] = cell
             finally:
                 server.stop()
@@ -403,7 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     for route, cell in results.get("overhead", {}).items():
         print(f"  {route:9s} in-process p50 {cell['inprocess_p50_ms']:.2f} ms, HTTP p50 {cell['http_p50_ms']:.2f} ms, "
               f"median paired difference {cell['overhead_p50_ms']:+.2f} ms, of which in the server outside the "
-              f"search or ask {cell['in_server_p50_ms']:.2f} ms (n={cell['n']})")
+              f"search or ask {cell['in_server_p50_ms']:.2f} ms (n={cell['n']}); CPU per call in-process "
+              f"{cell['inprocess_cpu_ms']:.2f} ms, per request in the server {cell['server_cpu_ms']:.2f} ms")
     top = max(args.clients)
     print(f"throughput at {top} clients / in-process with as many processes as workers:")
     for route in args.routes:

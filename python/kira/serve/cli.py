@@ -2,7 +2,7 @@
 
     kira serve KB [--host 127.0.0.1] [--port 8000] [--workers N] [--read-only]
                   [--api-key-env NAME] [--max-upload-mb 20] [--max-pixels N] [--threads 1]
-                  [--queue-size 16] [--cors-origin URL ...] [--models DIR]
+                  [--queue-size 16] [--cors-origin URL ...] [--models DIR] [--model-threads 1]
 
 With --workers N > 1 each worker process opens the knowledge base read-only; on a writable
 service one more process holds it for writing and serves the write routes on a private
@@ -44,6 +44,8 @@ def add_serve_subcommand(sub: Any) -> None:
     p.add_argument("--queue-size", type=int, default=16, help="requests queued per worker before 503")
     p.add_argument("--cors-origin", action="append", default=[], help="allow CORS from this origin (repeatable)")
     p.add_argument("--models", help="directory of exported ONNX models (default: the embedded default stack)")
+    p.add_argument("--model-threads", type=int, default=1,
+                   help="onnxruntime threads per worker for the default stack (0: onnxruntime's default)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=run_serve)
 
@@ -57,7 +59,8 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
     extra = {"max_pixels": args.max_pixels} if args.max_pixels is not None else {}
     config = ServeConfig(kb_path=str(args.kb), read_only=args.read_only, api_key_env=args.api_key_env,
                          max_upload_mb=args.max_upload_mb, threads=args.threads, queue_size=args.queue_size,
-                         cors_origins=tuple(args.cors_origin), models=args.models, **extra)
+                         cors_origins=tuple(args.cors_origin), models=args.models,
+                         model_threads=args.model_threads or None, **extra)
     config.api_key()  # an unset variable fails now, with the fix
     return config
 

@@ -13,15 +13,16 @@ from kira.serve.errors import ApiError
 log = logging.getLogger(__name__)
 
 
-def load_models(models_dir: str | None) -> Any:
-    """The model stack every thread of this process shares: exported models from a directory, else the default."""
+def load_models(models_dir: str | None, threads: int | None = None) -> Any:
+    """The model stack every thread of this process shares: exported models from a directory, else the
+    default stack with `threads` onnxruntime intra-op threads (None: onnxruntime's default)."""
     if models_dir:
         from kira.models import load
 
         return load(models_dir)
     from kira.models import load_default
 
-    return load_default()
+    return load_default(threads=threads)
 
 
 class Reader:

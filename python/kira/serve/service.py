@@ -44,7 +44,7 @@ class Service:
         cfg = self.config
         self.pid = os.getpid()
         if self.models is None:
-            self.models = load_models(cfg.models)
+            self.models = load_models(cfg.models, cfg.model_threads)
         models = self.models
         if cfg.role in ("all", "writer") and self.writable:
             # the writer first: it holds the lock, so a second writable server fails here, not later
