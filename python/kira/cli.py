@@ -7,6 +7,7 @@
     kira info KB
     kira check KB [--repair] [--json]
     kira demo [--out DIR] [--quick]
+    kira serve KB [--host 127.0.0.1] [--port 8000] [--workers N] [--read-only] ...   (kira.serve.cli)
     kira models ...   (when kira.models.cli is installed)
     kira eval ...     (when kira.eval.cli is installed)
 
@@ -283,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer images and questions")
     p.set_defaults(func=_cmd_demo)
 
-    for module, hook in (("kira.models.cli", "add_models_subcommands"), ("kira.eval.cli", "add_eval_subcommands")):
+    for module, hook in (("kira.models.cli", "add_models_subcommands"), ("kira.eval.cli", "add_eval_subcommands"),
+                         ("kira.serve.cli", "add_serve_subcommand")):
         try:
             mod = importlib.import_module(module)
         except ImportError:

@@ -1,0 +1,116 @@
+"""`Reader`: one thread's read-only view of the knowledge base, and the work done on it (ask, search, documents)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import numpy as np
+
+from kira.serve.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+
+def load_models(models_dir: str | None, threads: int | None = None) -> Any:
+    """The model stack every thread of this process shares: exported models from a directory, else the
+    default stack with `threads` onnxruntime intra-op threads (None: onnxruntime's default)."""
+    if models_dir:
+        from kira.models import load
+
+        return load(models_dir)
+    from kira.models import load_default
+
+    return load_default(threads=threads)
+
+
+class Reader:
+    """A read-only `KnowledgeBase` with its `Kira`, opened (and warmed) on the thread that uses it.
+
+    `generation` and `documents` are what it saw last; the event loop reads them for /health.
+    """
+
+    def __init__(self, kb_path: str, models: Any) -> None:
+        from kira.knowledge_base import KnowledgeBase
+        from kira.pipeline import Kira
+
+        self.kb = KnowledgeBase.open(kb_path, models=models, read_only=True)
+        self.kira = Kira(self.kb)
+        self.generation: int | None = None
+        self.documents: int | None = None
+        self.warm()
+
+    def warm(self) -> None:
+        """Pick up new commits and build the views a query reads (cheap when nothing changed)."""
+        warm = getattr(self.kira, "warm", None) or getattr(self.kb, "warm", None) or self.kb.refresh
+        warm()
+        self._seen()
+
+    def _refresh(self) -> None:
+        """Pick up new commits before a request (the facts /health reports are re-read only when there were)."""
+        if self.kb.refresh():
+            self._seen()
+
+    def _seen(self) -> None:
+        self.generation = int(self.kb.store.generation())
+        self.documents = len(self.kb)
+
+    def close(self) -> None:
+        self.kb.close()
+
+    # ---- work run on the reader's thread ---------------------------------------------------
+    def ask(self, question: str | None, pixels: np.ndarray | None, top_k: int, variant: str,
+            levels: list[str] | None, card: str) -> dict[str, Any]:
+        """`Kira.ask`, as the JSON body of POST /ask (`kira.serve.schemas.AskResponse`)."""
+        self._refresh()
+        result = self.kira.ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels)
+        answer = result.answer
+        body: dict[str, Any] = {
+            "question": result.question,
+            "answer": answer.text,
+            "grounding": answer.grounding,
+            "claims": [{"text": c.text, "citations": list(c.citations), "grounding": c.grounding,
+                        "hallucination_risk": bool(c.hallucination_risk)} for c in answer.claims],
+            "reasoning": list(answer.reasoning),
+            "evidence": [{"number": i.number, "chunk_id": int(i.chunk_id), "doc_id": i.doc_id, "level": i.level,
+                          "score": float(i.score), "paths": list(i.paths), "box": i.box,
+                          "source": (i.provenance or {}).get("source"), "summary": i.summary}
+                         for i in result.evidence.items],
+            "timings": {k: round(float(v), 3) for k, v in result.timings.items()},
+            "card": None,
+            "generation": self.generation,
+        }
+        if card == "json":
+            body["card"] = json.loads(result.card.to_json())
+        elif card == "html":
+            body["card"] = result.card.to_html()
+        return body
+
+    def search(self, text: str | None, pixels: np.ndarray | None, vector: np.ndarray | None, space: str, top_k: int,
+               levels: list[str] | None, filters: Any) -> dict[str, Any]:
+        """Retrieval only (`kira.serve.search`), as the JSON body of POST /search."""
+        from kira.serve.search import allowed_ids, search
+
+        self._refresh()
+        allow = allowed_ids(self.kb, levels, filters)
+        hits, timings = search(self.kb, text=text, pixels=pixels, vector=vector, space=space, top_k=top_k, allow=allow)
+        return {"results": hits, "timings": {k: round(v, 3) for k, v in timings.items()}, "generation": self.generation}
+
+    def document(self, doc_id: str) -> dict[str, Any]:
+        """A document's stored facts and chunks; ApiError 404 for an unknown id."""
+        from kira.serve.search import _chunk_ids_of
+
+        self._refresh()
+        row = self.kb.documents([doc_id]).get(doc_id)
+        if row is None:
+            raise ApiError(404, "unknown_document", f"no document {doc_id!r} in the knowledge base",
+                           "check the id (POST /search lists ids); a document added on a writable server is "
+                           "visible once POST /commit has run")
+        chunks = self.kb.store.chunks(_chunk_ids_of(self.kb, [doc_id]))
+        return {
+            "doc_id": row.doc_id, "source": row.source, "caption": row.caption, "width": row.width,
+            "height": row.height, "metadata": row.metadata, "tags": list(row.tags),
+            "chunks": [{"chunk_id": c.id, "level": c.level, "parent_id": c.parent_id, "box": c.box,
+                        "description": c.description} for _, c in sorted(chunks.items())],
+        }

@@ -1,0 +1,153 @@
+"""Pydantic models of the requests and responses (they make /docs and /openapi.json)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Box = tuple[int, int, int, int]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AskRequest(_Strict):
+    """POST /ask as JSON (or the same fields as multipart form fields, with the image as a file)."""
+
+    question: str | None = Field(None, description="the question; may be empty when an image is given")
+    image_base64: str | None = Field(None, description="the query image file's bytes, base64 (JSON only)")
+    top_k: int = Field(5, ge=1, le=100, description="evidence items handed to the generator")
+    variant: str = Field("full", description="one of kira.pipeline.VARIANTS")
+    levels: list[str] | None = Field(None, description="restrict retrieval to these chunk levels")
+    card: Literal["none", "json", "html"] = Field("none", description="include the rationale card in this format")
+
+
+class Filters(_Strict):
+    """Metadata filters of /search: a document matches when every one holds."""
+
+    metadata: dict[str, Any] = Field(default_factory=dict, description="metadata key -> required value")
+    tags: list[str] = Field(default_factory=list, description="tags the document must all carry")
+    doc_ids: list[str] | None = Field(None, description="only these documents")
+
+
+class SearchRequest(_Strict):
+    """POST /search: retrieval only, by text, image, or a raw vector."""
+
+    text: str | None = Field(None, description="query text (text index, and the image space through the KB's bridge)")
+    image_base64: str | None = Field(None, description="query image file bytes, base64 (visual index)")
+    vector: list[float] | None = Field(None, description="a raw query vector of the index's dimension")
+    space: Literal["visual", "text"] = Field("visual", description="the index a raw vector searches")
+    top_k: int = Field(10, ge=1, le=1000)
+    levels: list[str] | None = Field(None, description="restrict to chunks at these levels")
+    filters: Filters | None = None
+
+
+class Hit(BaseModel):
+    chunk_id: int
+    doc_id: str
+    level: str
+    score: float = Field(description="fused score (cosine for a single-path search)")
+    box: Box | None = None
+    paths: list[str] = Field(default_factory=list, description="which searches found it")
+
+
+class SearchResponse(BaseModel):
+    results: list[Hit]
+    timings: dict[str, float] = Field(description="stage -> milliseconds")
+    generation: int
+
+
+class ClaimOut(BaseModel):
+    text: str
+    citations: list[int]
+    grounding: float | None
+    hallucination_risk: bool
+
+
+class EvidenceOut(BaseModel):
+    number: int
+    chunk_id: int
+    doc_id: str
+    level: str
+    score: float
+    paths: list[str]
+    box: Box | None
+    source: str | None = Field(None, description="the document's source path as ingested")
+    summary: str
+
+
+class AskResponse(BaseModel):
+    question: str | None
+    answer: str
+    grounding: float | None
+    claims: list[ClaimOut]
+    reasoning: list[str]
+    evidence: list[EvidenceOut]
+    timings: dict[str, float] = Field(description="pipeline stage -> milliseconds")
+    card: Any = Field(None, description="the rationale card: a JSON object (card=json) or HTML text (card=html)")
+    generation: int
+
+
+class Chunk(BaseModel):
+    chunk_id: int
+    level: str
+    parent_id: int | None
+    box: Box | None
+    description: str
+
+
+class DocumentOut(BaseModel):
+    doc_id: str
+    source: str | None
+    caption: str | None
+    width: int
+    height: int
+    metadata: dict[str, Any]
+    tags: list[str]
+    chunks: list[Chunk]
+
+
+class AddDocumentRequest(_Strict):
+    """POST /documents as JSON (or multipart: the image as a file, the rest as form fields)."""
+
+    image_base64: str = Field(description="the image file's bytes, base64")
+    doc_id: str | None = Field(None, min_length=1, max_length=256, description="default: a generated id")
+    caption: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    sequence: str | None = Field(None, description="temporal group id")
+    sequence_position: float | None = None
+    view: str | None = Field(None, description="multiview group id")
+    view_position: float | None = None
+
+
+class Added(BaseModel):
+    doc_id: str
+    committed: bool
+    generation: int | None = Field(None, description="the generation after the commit, when committed")
+
+
+class Removed(BaseModel):
+    doc_id: str
+    committed: bool
+    generation: int | None = None
+
+
+class Committed(BaseModel):
+    generation: int
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    generation: int | None = Field(description="the knowledge base generation the readers last saw")
+    documents: int | None
+    read_only: bool
+    role: str
+    pid: int
+
+
+class Ready(BaseModel):
+    ready: bool
+    detail: str
