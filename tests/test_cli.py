@@ -68,3 +68,19 @@ def test_bad_input_exits_2(built, tmp_path):
     assert proc.returncode == 2 and "question" in proc.stderr
     proc = _kira("info", tmp_path / "nothing", check=False)
     assert proc.returncode == 2 and "not a kira knowledge base" in proc.stderr
+
+
+def test_ingest_stores_a_profile_and_ask_can_answer_with_another(built, tmp_path):
+    root, _, _ = built
+    profile = tmp_path / "colours.toml"
+    profile.write_text('name = "colours"\nconcepts = ["warm evening light", "open water"]\n', encoding="utf-8")
+    kb = tmp_path / "kb-profile"
+    _kira("ingest", kb, root / "imgs", "--quiet", "--profile", profile)
+    assert json.loads(_kira("info", kb, "--json").stdout)["profile"] == "colours"
+    assert "profile:   colours" in _kira("info", kb).stdout
+    card = json.loads(_kira("ask", kb, "orange sunset", "--variant", "query_expansion", "--card", "json").stdout)
+    assert set(card["expansions"]) & {"warm evening light", "open water"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('colour = "red"\n', encoding="utf-8")
+    proc = _kira("ask", kb, "orange sunset", "--profile", bad, check=False)
+    assert proc.returncode == 2 and "unknown profile keys" in proc.stderr

@@ -85,9 +85,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     models = _stack(args.models)
     created = not (path / "kira.sqlite").is_file()
     if created:
-        kb = KnowledgeBase.create(path, models=models, index=args.index)
+        kb = KnowledgeBase.create(path, models=models, index=args.index, profile=args.profile)
     else:
         kb = KnowledgeBase.open(path, models=models)
+        if args.profile:
+            kb.set_profile(args.profile)
     with kb:
         summary = kb.ingest(sources, captions=captions, batch_size=args.batch_size, progress=not args.quiet or None,
                             follow_links=args.follow_links, max_pixels=args.max_pixels)
@@ -241,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="follow symbolic links that lead out of the folder (skipped by default)")
     p.add_argument("--max-pixels", type=int, default=MAX_PIXELS, help="skip images with more pixels than this")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--profile", help="a domain profile file (.toml or .json, docs/profiles.md) to store with the "
+                                     "knowledge base (replaces the one it has); default: empty (no domain knowledge)")
     p.set_defaults(func=_cmd_ingest)
 
     variants = "\n".join(f"  {v:<16} {VARIANT_HELP.get(v, '')}" for v in VARIANTS)
