@@ -54,7 +54,7 @@ def test_bridge_is_fitted_saved_and_refitted_when_the_kb_grows(tmp_path):
 
 
 def test_bridge_is_refitted_only_once_the_captioned_documents_changed_by_the_share(tmp_path, monkeypatch):
-    from kira.knowledge_base import kb as kb_module
+    from kira.knowledge_base import kb_adaptation as kb_module
     from kira.models.bridge import TextToImageBridge
 
     fits: list[int] = []

@@ -121,8 +121,8 @@ def check(path: str | os.PathLike, *, repair: bool = False) -> CheckReport:
 
 def _check_database(store: Store, report: CheckReport) -> bool:
     try:
-        problems = [r[0] for r in store.conn.execute("PRAGMA quick_check(20)")]
-        keys = store.conn.execute("PRAGMA foreign_key_check").fetchall()
+        problems = store.quick_check(20)
+        keys = store.foreign_key_problems()
     except sqlite3.DatabaseError as exc:
         problems, keys = [str(exc)], []
     if problems != ["ok"]:

@@ -34,11 +34,15 @@ import sqlite3
 import urllib.parse
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
+
+from kira.knowledge_base.store_reads import StoreReads, _space_column
+from kira.knowledge_base.store_schema import _MIGRATIONS, ChunkRow, DocumentRow
+
+__all__ = ["ChunkRow", "DB_NAME", "DocumentRow", "MAX_DESCRIPTION_CHARS", "SCHEMA_VERSION", "Store"]
 
 SCHEMA_VERSION = 2
 DB_NAME = "kira.sqlite"
@@ -46,108 +50,13 @@ MAX_DESCRIPTION_CHARS = 8192
 """A chunk description longer than this is cut when stored: a 10 MB caption made every ask
 that retrieved it take 40 s and 3.5 GB (tokenised, verified and quoted whole)."""
 
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    doc_id TEXT PRIMARY KEY,
-    source TEXT,
-    caption TEXT,
-    width INTEGER NOT NULL,
-    height INTEGER NOT NULL,
-    metadata TEXT NOT NULL DEFAULT '{}',
-    thumbnail BLOB,
-    added_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-    level TEXT NOT NULL CHECK (level IN ('document', 'region', 'patch', 'passage')),
-    parent_id INTEGER,
-    x0 INTEGER, y0 INTEGER, x1 INTEGER, y1 INTEGER,
-    description TEXT NOT NULL DEFAULT '',
-    visual BLOB,
-    text BLOB
-);
-CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
-CREATE INDEX IF NOT EXISTS chunks_level ON chunks(level);
-CREATE TABLE IF NOT EXISTS passages (
-    chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-    ord INTEGER NOT NULL,
-    text TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tags (
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-    tag TEXT NOT NULL,
-    PRIMARY KEY (doc_id, tag)
-);
-CREATE TABLE IF NOT EXISTS groups (
-    kind TEXT NOT NULL CHECK (kind IN ('temporal', 'multiview')),
-    group_id TEXT NOT NULL,
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-    ord REAL NOT NULL,
-    PRIMARY KEY (kind, group_id, doc_id)
-);
-CREATE TABLE IF NOT EXISTS provenance (
-    doc_id TEXT PRIMARY KEY REFERENCES documents(doc_id) ON DELETE CASCADE,
-    data TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
-"""
-
-# Version 2: what lets an index sync touch only what changed. The ids of the chunks that have
-# a vector in each space, as partial indexes (a full sync lists them; without these it scanned
-# the whole chunks table, BLOBs and all: 100 ms per space at 100k chunks, 24 ms now), and a
-# log of removed chunk ids that a trigger fills (also on cascade from documents), so a
-# reader's refresh reads the chunks added above the last id it saw and the removals logged
-# since, not every id (`Store.chunk_ids(after=)`, `Store.removed_since`).
-_SCHEMA_V2 = (
-    "CREATE INDEX IF NOT EXISTS chunks_with_visual ON chunks(id) WHERE visual IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS chunks_with_text ON chunks(id) WHERE text IS NOT NULL",
-    "CREATE TABLE IF NOT EXISTS removed_chunks (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL)",
-    "CREATE TRIGGER IF NOT EXISTS chunks_removed AFTER DELETE ON chunks "
-    "BEGIN INSERT INTO removed_chunks(id) VALUES (old.id); END",
-)
-
-# version -> the statements that upgrade from version - 1. Version 1 is the initial schema.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: tuple(statement for statement in _SCHEMA_V1.split(";") if statement.strip()),
-    2: _SCHEMA_V2,
-}
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    """One stored chunk (vectors not included; fetch them with `Store.vectors`)."""
-
-    id: int
-    doc_id: str
-    level: str
-    parent_id: int | None
-    box: tuple[int, int, int, int] | None
-    description: str
-
-
-@dataclass(frozen=True)
-class DocumentRow:
-    """One stored document."""
-
-    doc_id: str
-    source: str | None
-    caption: str | None
-    width: int
-    height: int
-    metadata: dict[str, Any]
-    tags: tuple[str, ...]
-
-
 def _blob(vector: np.ndarray | None) -> bytes | None:
     if vector is None:
         return None
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
 
 
-class Store:
+class Store(StoreReads):
     """A connection to one knowledge base's database.
 
     Parameters
@@ -230,6 +139,21 @@ class Store:
     @property
     def in_transaction(self) -> bool:
         return self._in_tx
+
+    @contextmanager
+    def savepoint(self, name: str = "kira_batch") -> Iterator[None]:
+        """A nested transaction: everything written inside is kept together or, on any exception, undone
+        (the exception propagates); the enclosing transaction stays open either way."""
+        if not name.isidentifier():
+            raise ValueError(f"savepoint name must be an identifier; got {name!r}")
+        self.conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute(f"ROLLBACK TO {name}")
+            self.conn.execute(f"RELEASE {name}")
+            raise
+        self.conn.execute(f"RELEASE {name}")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -426,190 +350,3 @@ class Store:
         except sqlite3.OperationalError:
             return None
 
-    def vectors(self, space: str, ids: Sequence[int] | np.ndarray, dim: int) -> np.ndarray:
-        """float32 (n, dim) raw vectors of `ids` in `space` ('visual' or 'text'), in the given order;
-        a zero row for an id that is not stored or has no vector in `space` (see `stored_vectors`)."""
-        out = np.zeros((len(ids), dim), dtype=np.float32)
-        found, vecs = self.stored_vectors(space, ids, dim)
-        position = {int(i): n for n, i in enumerate(ids)}
-        for row, cid in enumerate(found.tolist()):
-            out[position[cid]] = vecs[row]
-        return out
-
-    def stored_vectors(self, space: str, ids: Sequence[int] | np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """(the ids of `ids` that have a stored vector in `space`, in the given order; their float32
-        (m, dim) vectors). An id removed meanwhile, or without a vector in `space`, is left out.
-
-        Raises ValueError naming the chunk when a stored vector does not hold `dim` float32 values.
-        """
-        column = _space_column(space)
-        blobs: dict[int, bytes] = {}
-        id_list = list(dict.fromkeys(int(i) for i in ids))
-        for start in range(0, len(id_list), 900):
-            part = id_list[start : start + 900]
-            rows = self.conn.execute(
-                f"SELECT id, {column} FROM chunks WHERE id IN ({','.join('?' * len(part))}) AND {column} IS NOT NULL",
-                part,
-            )
-            blobs.update((int(cid), blob) for cid, blob in rows)
-        found = [i for i in id_list if i in blobs]
-        out = np.zeros((len(found), dim), dtype=np.float32)
-        for row, cid in enumerate(found):
-            blob = blobs[cid]
-            if len(blob) != 4 * dim:
-                raise ValueError(
-                    f"chunk {cid}'s stored {space} vector holds {len(blob)} bytes, not {dim} float32 values; "
-                    "the database is damaged (run `kira check` on the knowledge base)"
-                )
-            out[row] = np.frombuffer(blob, dtype="<f4", count=dim)
-        return np.asarray(found, dtype=np.int64), out
-
-    def usable_vectors(self, space: str, ids: Sequence[int] | np.ndarray,
-                       dim: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-        """As `stored_vectors`, but a damaged vector (wrong length, NaN/inf, all zeros) is left
-        out too: (ids, vectors, {chunk id: what is wrong with its vector})."""
-        column = _space_column(space)
-        damaged: dict[int, str] = {}
-        try:
-            found, vecs = self.stored_vectors(space, ids, dim)
-        except ValueError:  # some blob has the wrong length: read them one by one
-            keep_ids, keep = [], []
-            for cid in dict.fromkeys(int(i) for i in ids):
-                row = self.conn.execute(f"SELECT {column} FROM chunks WHERE id = ? AND {column} IS NOT NULL",
-                                        (cid,)).fetchone()
-                if row is None:
-                    continue
-                if len(row[0]) != 4 * dim:
-                    damaged[cid] = f"{len(row[0])} bytes instead of {4 * dim}"
-                    continue
-                keep_ids.append(cid)
-                keep.append(np.frombuffer(row[0], dtype="<f4", count=dim))
-            found = np.asarray(keep_ids, dtype=np.int64)
-            vecs = np.asarray(keep, dtype=np.float32).reshape(len(keep), dim)
-        finite = np.isfinite(vecs).all(axis=1)
-        nonzero = np.abs(np.where(np.isfinite(vecs), vecs, 0)).sum(axis=1) > 0
-        ok = finite & nonzero
-        for cid, fin in zip(found[~ok].tolist(), finite[~ok].tolist()):
-            damaged[int(cid)] = "NaN or inf values" if not fin else "all zeros"
-        return found[ok], np.ascontiguousarray(vecs[ok]), damaged
-
-    def iter_vectors(self, space: str, dim: int, *, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Every (ids, vectors) in `space`, in batches, ordered by id."""
-        column = _space_column(space)
-        cur = self.conn.execute(f"SELECT id, {column} FROM chunks WHERE {column} IS NOT NULL ORDER BY id")
-        while True:
-            rows = cur.fetchmany(batch)
-            if not rows:
-                return
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
-            vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
-            yield ids, vecs.astype(np.float32)
-
-    def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
-        """Rows of the given chunk ids (unknown ids are absent from the result)."""
-        out: dict[int, ChunkRow] = {}
-        id_list = [int(i) for i in ids]
-        for start in range(0, len(id_list), 900):
-            part = id_list[start : start + 900]
-            rows = self.conn.execute(
-                "SELECT id, doc_id, level, parent_id, x0, y0, x1, y1, description FROM chunks "
-                f"WHERE id IN ({','.join('?' * len(part))})",
-                part,
-            )
-            for cid, doc, level, parent, x0, y0, x1, y1, desc in rows:
-                box = None if x0 is None else (int(x0), int(y0), int(x1), int(y1))
-                out[int(cid)] = ChunkRow(int(cid), doc, level, parent, box, desc or "")
-        return out
-
-    def document_chunk_ids(self, doc_ids: Iterable[str]) -> dict[str, int]:
-        """doc_id -> id of its document-level chunk."""
-        docs = list(doc_ids)
-        out: dict[str, int] = {}
-        for start in range(0, len(docs), 900):
-            part = docs[start : start + 900]
-            rows = self.conn.execute(
-                # '+level' keeps SQLite on the doc_id index (the level index would scan every document)
-                f"SELECT doc_id, id FROM chunks WHERE +level = 'document' AND doc_id IN ({','.join('?' * len(part))})",
-                part,
-            )
-            out.update({d: int(i) for d, i in rows})
-        return out
-
-    def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, DocumentRow]:
-        """Rows of the given documents (all when None)."""
-        if doc_ids is None:
-            rows = self.conn.execute("SELECT doc_id, source, caption, width, height, metadata FROM documents ORDER BY doc_id")
-            docs = list(rows)
-        else:
-            wanted = list(dict.fromkeys(doc_ids))
-            docs = []
-            for start in range(0, len(wanted), 900):
-                part = wanted[start : start + 900]
-                docs += list(
-                    self.conn.execute(
-                        "SELECT doc_id, source, caption, width, height, metadata FROM documents "
-                        f"WHERE doc_id IN ({','.join('?' * len(part))})",
-                        part,
-                    )
-                )
-        tags: dict[str, list[str]] = {}
-        if doc_ids is None:
-            tag_rows = list(self.conn.execute("SELECT doc_id, tag FROM tags ORDER BY doc_id, tag"))
-        else:
-            names = [d[0] for d in docs]
-            tag_rows = []
-            for start in range(0, len(names), 900):
-                part = names[start : start + 900]
-                tag_rows += list(self.conn.execute(
-                    f"SELECT doc_id, tag FROM tags WHERE doc_id IN ({','.join('?' * len(part))}) ORDER BY doc_id, tag",
-                    part,
-                ))
-        for doc, tag in tag_rows:
-            tags.setdefault(doc, []).append(tag)
-        return {
-            d: DocumentRow(d, src, cap, int(w), int(h), json.loads(meta or "{}"), tuple(tags.get(d, ())))
-            for d, src, cap, w, h, meta in docs
-        }
-
-    def thumbnail(self, doc_id: str) -> bytes | None:
-        row = self.conn.execute("SELECT thumbnail FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-        return row[0] if row else None
-
-    def provenance(self, doc_id: str) -> dict[str, Any]:
-        row = self.conn.execute("SELECT data FROM provenance WHERE doc_id = ?", (doc_id,)).fetchone()
-        return json.loads(row[0]) if row else {}
-
-    def provenances(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """doc_id -> provenance dict, for many documents in one query per 900."""
-        docs = list(dict.fromkeys(doc_ids))
-        out: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(docs), 900):
-            part = docs[start : start + 900]
-            rows = self.conn.execute(
-                f"SELECT doc_id, data FROM provenance WHERE doc_id IN ({','.join('?' * len(part))})", part
-            )
-            out.update({d: json.loads(data) for d, data in rows})
-        return out
-
-    def groups(self) -> list[tuple[str, str, list[str]]]:
-        """Every group as (kind, group_id, doc_ids in order)."""
-        out: dict[tuple[str, str], list[str]] = {}
-        for kind, gid, doc in self.conn.execute("SELECT kind, group_id, doc_id FROM groups ORDER BY kind, group_id, ord, doc_id"):
-            out.setdefault((kind, gid), []).append(doc)
-        return [(k, g, docs) for (k, g), docs in out.items()]
-
-    def captioned_document_ids(self) -> np.ndarray:
-        """Ids of document chunks whose document has a user caption or tags (bridge training pairs)."""
-        rows = self.conn.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-            "WHERE c.level = 'document' AND c.visual IS NOT NULL AND c.text IS NOT NULL AND "
-            "((d.caption IS NOT NULL AND d.caption != '') OR EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.doc_id)) "
-            "ORDER BY c.id"
-        )
-        return np.fromiter((r[0] for r in rows), dtype=np.int64)
-
-
-def _space_column(space: str) -> str:
-    if space not in ("visual", "text"):
-        raise ValueError(f"vector space must be 'visual' or 'text'; got {space!r}")
-    return space

@@ -1,0 +1,248 @@
+"""The knowledge base's derived views: what queries read that is computed from the stored rows.
+
+`DerivedViews` is a part of `KnowledgeBase` (a mixin): level id sets, the lexical (BM25)
+index, the chunk -> document map and the document groups a capped search uses, the
+compound groups (temporal sequences and multiview sets) in their three read forms, and
+thumbnails. Each is cached per commit (`memo`, dropped by `commit`, `rollback` and a
+`refresh` that finds new commits) or kept across commits and updated with what changed
+(`kept_view`); `warm` builds them all.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from typing import Any, Callable, Iterable, TypeVar
+
+import numpy as np
+
+from kira import _core
+from kira.knowledge_base.store import DocumentRow
+
+T = TypeVar("T")
+
+MAX_LEXICAL_CHARS = 20_000
+"""What of one chunk's text the lexical (BM25) index reads: a few thousand words, well past
+any caption or passage it ranks by, so a 10 MB caption no longer costs seconds per commit."""
+
+
+class DerivedViews:
+    """Mixin of `KnowledgeBase`: the derived views (module docstring). Needs ``store``, ``_caches``, ``_derived``,
+    ``vectors``, ``models``, ``refresh`` and ``bridge`` of the knowledge base."""
+
+    def level_ids(self, levels: Iterable[str]) -> np.ndarray:
+        """Sorted int64 ids of chunks at `levels` (cached per commit, updated with what changed)."""
+        key = ("levels", tuple(sorted(set(levels))))
+        if key not in self._caches:
+            self._caches[key] = self.kept_view(
+                f"levels:{','.join(key[1])}",
+                read=lambda after, upto: self.store.chunk_ids(levels=key[1], after=after, upto=upto),
+                build=lambda ids: ids,
+                update=lambda ids, new, gone: np.concatenate([ids[~np.isin(ids, gone)], new]))
+        return self._caches[key]
+
+    def kept_view(self, name: str, *, read: Callable[[int, int], Any], build: Callable[[Any], T],
+                   update: Callable[[T, Any, np.ndarray], T]) -> T:
+        """A view of the chunks kept across commits and updated with what changed since it was
+        last built, instead of being rebuilt (documents and chunks are only ever added or removed).
+
+        read(after, upto): what the view needs of the chunks with after < id <= upto;
+        build(read(0, top)): the view from scratch; update(previous, read(last, top), removed
+        chunk ids): the view now. Without a removal log (a version-1 database) it is built from
+        scratch each time. The log position and the largest id are read first, so whatever
+        commits meanwhile is read next time (see VectorSpaces.catch_up); a rollback drops
+        every kept view (they may hold rows it undid).
+        """
+        position = self.store.removal_log_position()
+        top = self.store.max_chunk_id()
+        state = self._derived.get(name)
+        if state is not None and position is not None:
+            last_top, last_position, previous = state
+            gone, position = self.store.removed_since(last_position) or (np.zeros(0, np.int64), last_position)
+            value = update(previous, read(last_top, top), gone)
+            top = max(top, last_top)
+        else:
+            value = build(read(0, top))
+        if position is not None:
+            self._derived[name] = (top, position, value)
+        return value
+
+    def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, DocumentRow]:
+        return self.store.documents(doc_ids)
+
+    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
+        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
+        if "groups" not in self._caches:
+            groups = _core.CompoundGroups()
+            kinds: dict[tuple[int, int], str] = {}
+            rows = self.store.groups()
+            doc_chunk = self.store.document_chunk_ids({d for _, _, docs in rows for d in docs})
+            for kind, _gid, docs in rows:
+                members = [doc_chunk[d] for d in docs if d in doc_chunk]
+                if len(members) < 2:
+                    continue
+                (groups.add_temporal if kind == "temporal" else groups.add_multiview)(np.array(members, dtype=np.int64))
+                for a in members:
+                    for b in members:
+                        if a != b:
+                            kinds.setdefault((a, b), kind)
+            self._caches["groups"] = (groups, kinds)
+        return self._caches["groups"]
+
+    def group_partners(self) -> dict[int, frozenset[int]]:
+        """{document chunk id: the document chunks sharing a temporal or multiview group with it} (cached)."""
+        if "partners" not in self._caches:
+            partners: dict[int, set[int]] = {}
+            for a, b in self.compound_groups()[1]:
+                partners.setdefault(a, set()).add(b)
+            self._caches["partners"] = {d: frozenset(p) for d, p in partners.items()}
+        return self._caches["partners"]
+
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """`build()`'s value, computed once per commit and kept until the next (for derived
+        views of the stored contents that readers such as kira.pipeline.change need)."""
+        key = f"memo:{key}"
+        if key not in self._caches:
+            self._caches[key] = build()
+        return self._caches[key]
+
+    def compound_of(self) -> dict[str, str]:
+        """{doc_id: its compound document's key} for every document in a temporal or multiview group (cached).
+
+        Groups that share a document are one compound document (a subject's follow-ups and
+        views); its key is the smallest member doc id. Documents in no group are absent.
+        """
+        def build() -> dict[str, str]:
+            parent: dict[str, str] = {}
+
+            def root(d: str) -> str:
+                while parent[d] != d:
+                    parent[d] = parent[parent[d]]
+                    d = parent[d]
+                return d
+
+            for _kind, _gid, docs in self.store.groups():
+                for d in docs if len(docs) >= 2 else ():
+                    parent.setdefault(d, d)
+                for d in docs[1:]:
+                    a, b = root(docs[0]), root(d)
+                    if a != b:
+                        parent[max(a, b)] = min(a, b)
+            return {d: root(d) for d in parent}
+
+        return self.memo("compound_of", build)
+
+    def view_set_of(self) -> dict[str, str]:
+        """{doc_id: its multiview group's id} for every document in a multiview group of 2+ (cached).
+
+        A multiview group is one subject seen several ways at once (a PA and a lateral film,
+        faces of one part); unlike `compound_of` it leaves out the subject's other times.
+        """
+        def build() -> dict[str, str]:
+            return {d: gid for kind, gid, docs in self.store.groups() if kind == "multiview" and len(docs) >= 2
+                    for d in docs}
+
+        return self.memo("view_set_of", build)
+
+    def lexical(self) -> Any:
+        """The `kira.knowledge_base.lexical.LexicalIndex` over document and passage chunks (cached per commit).
+
+        Each document chunk is indexed with its description, its doc id and its metadata
+        values; each passage chunk with its text.
+        """
+        if "lexical" not in self._caches:
+            self._caches["lexical"] = self._lexical_index()
+        return self._caches["lexical"]
+
+    def _lexical_texts(self, after: int, upto: int) -> tuple[list[int], list[str]]:
+        """(ids, indexed texts) of the document and passage chunks with after < id <= upto, by id."""
+        rows = self.store.lexical_rows(after, upto)
+        texts = []
+        for _cid, description, doc_id, metadata in rows:
+            values = json.loads(metadata or "{}") if metadata else {}
+            extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
+            texts.append(f"{(description or '')[:MAX_LEXICAL_CHARS]} {doc_id.replace('-', ' ')} {extra[:MAX_LEXICAL_CHARS]}")
+        return [int(r[0]) for r in rows], texts
+
+    def _lexical_index(self) -> Any:
+        """The lexical index, kept across commits (`kept_view`): only the chunks added since it
+        was last built are read and tokenised, the removed ones dropped."""
+        from kira.knowledge_base.lexical import LexicalIndex
+
+        return self.kept_view("lexical", read=self._lexical_texts, build=lambda rows: LexicalIndex.build(*rows),
+                               update=lambda index, rows, gone: index.updated(gone, *rows))
+
+    def warm(self) -> dict[str, float]:
+        """Pick up new commits (`refresh`), then build the derived views a query reads, so the
+        first query after a commit does not pay for them.
+
+        They are cached per commit and dropped by `commit`, `rollback` and a `refresh` that
+        finds new commits: the lexical index, the chunk -> document map, the compound groups
+        and their partners, compound documents and multiview sets, and with a model stack
+        that has no text tower in image space the text->image bridge (at 100k chunks they cost
+        the first query some 70-85 ms; see benchmarks/latency_ask.py --first). A writer calls
+        this after `commit()`; a reader calls it now and then (each `ask` refreshes too,
+        and would then build them itself): with nothing new it returns at once.
+        `kira.Kira.warm` also builds the pipeline's own views. Returns {view: seconds
+        spent on it} (about 0 for a view already built).
+        Raises ValueError when the knowledge base is closed.
+        """
+        if self.store is None:
+            raise ValueError(f"{self.path} is closed; open it again with KnowledgeBase.open before warming it")
+        self.refresh()
+        steps: dict[str, Callable[[], Any]] = {
+            "lexical": self.lexical, "document_groups": self.document_groups,
+            "compound_groups": self.compound_groups, "group_partners": self.group_partners,
+            "compound_of": self.compound_of, "view_set_of": self.view_set_of,
+        }
+        if self.vectors is not None and getattr(self.models, "image_text", None) is None:
+            steps["bridge"] = self.bridge  # how a text question reaches the visual index (`bridge`)
+        seconds: dict[str, float] = {}
+        for name, build in steps.items():
+            start = time.perf_counter()
+            build()
+            seconds[name] = time.perf_counter() - start
+        return seconds
+
+    def _document_chunk_map(self) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids ascending, their document chunk ids), cached per commit and kept across
+        commits (`kept_view`)."""
+        def rows(after: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
+            found = self.store.document_chunk_rows(after, upto)
+            return np.array([r[0] for r in found], dtype=np.int64), np.array([r[1] for r in found], dtype=np.int64)
+
+        def update(previous: tuple[np.ndarray, np.ndarray], new: tuple[np.ndarray, np.ndarray],
+                   gone: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            keep = ~np.isin(previous[0], gone)
+            return np.concatenate([previous[0][keep], new[0]]), np.concatenate([previous[1][keep], new[1]])
+
+        return self.memo("doc_chunk_map", lambda: self.kept_view("doc_chunk_map", read=rows, build=lambda r: r,
+                                                                  update=update))
+
+    def document_groups(self) -> Any:
+        """A `kira._core.GroupMap` from chunk id to its document chunk id (cached per commit).
+
+        Pass it to an index search as `groups=` with `per_group=n` to get at most n chunks
+        of any one document back.
+        """
+        return self.memo("document_groups", lambda: _core.GroupMap(*self._document_chunk_map()))
+
+    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document-level chunk id of each chunk id (-1 for unknown ids); an in-memory map cached per commit."""
+        keys, values = self._document_chunk_map()
+        ids = np.asarray(chunk_ids, dtype=np.int64)
+        if not len(keys):
+            return np.full(len(ids), -1, dtype=np.int64)
+        pos = np.clip(np.searchsorted(keys, ids), 0, len(keys) - 1)
+        return np.where(keys[pos] == ids, values[pos], -1)
+
+    def thumbnail(self, doc_id: str) -> np.ndarray | None:
+        """The stored <= 160 px preview of a document's image (uint8 RGB), or None."""
+        png = self.store.thumbnail(doc_id)
+        if not png:
+            return None
+        from PIL import Image
+
+        with Image.open(io.BytesIO(png)) as im:
+            return np.asarray(im.convert("RGB"), dtype=np.uint8)

@@ -1,0 +1,283 @@
+"""Adding to and removing from a knowledge base (a part of `KnowledgeBase`).
+
+`Writing` is a mixin: `add_image`, `add_document`, `remove` and `ingest` for users, and
+`_add_images`, which chunks, describes and encodes a batch (one encoder call per space)
+and stores it in one savepoint, all or nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kira.images import ImageLike, load_image
+from kira.knowledge_base.chunker import ImagePlan, describe, plan_image
+from kira.knowledge_base.inputs import clean_text, tags_arg
+
+THUMBNAIL_SIDE = 160
+ENCODE_BATCH = 64  # crops / texts per encoder call
+
+
+def _thumbnail_png(image: np.ndarray) -> bytes:
+    from PIL import Image
+
+    im = Image.fromarray(image)
+    im.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+MAX_ENCODED_CHARS = 8192
+"""What of one text is handed to the text encoder: far past any sentence encoder's own token
+limit (all-MiniLM-L6-v2 reads 256 tokens), so no vector changes, while a 10 MB caption is no
+longer tokenised whole (19 s per add_image). The stored caption and description keep the
+full text."""
+
+
+def _encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:
+    """Encode each distinct text once (its first `MAX_ENCODED_CHARS` characters)."""
+    texts = [t[:MAX_ENCODED_CHARS] for t in texts]
+    unique = list(dict.fromkeys(texts))
+    vectors = _encode(encoder, unique)
+    if len(unique) == len(texts):
+        return vectors
+    row = {t: i for i, t in enumerate(unique)}
+    return np.ascontiguousarray(vectors[[row[t] for t in texts]]) if texts else vectors
+
+
+def _encode(encoder: Any, items: Sequence[Any]) -> np.ndarray:
+    parts = [np.asarray(encoder.encode(list(items[i : i + ENCODE_BATCH])), dtype=np.float32)
+             for i in range(0, len(items), ENCODE_BATCH)]
+    if not parts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    return np.ascontiguousarray(np.concatenate(parts, axis=0))
+
+
+def _group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return str(value[0]), float(value[1])
+    raise ValueError(f"{what} must be a group id (str) or (group_id, position); got {value!r}")
+
+
+class Writing:
+    """Mixin of `KnowledgeBase` (module docstring). Needs ``store``, ``models``, ``config``, ``read_only``,
+    ``_ensure_dims``, ``_caches``, ``_derived`` and ``_writable`` of the knowledge base."""
+
+    def add_image(
+        self,
+        image: ImageLike,
+        *,
+        doc_id: str | None = None,
+        caption: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        sequence: str | tuple[str, float] | None = None,
+        view: str | tuple[str, float] | None = None,
+    ) -> str:
+        """Chunk, describe, encode and store one image; returns its doc id.
+
+        Parameters
+        ----------
+        image: a path, a PIL image or an array (see `kira.images.load_image`).
+        doc_id: unique id; defaults to the file stem for a path, else ``doc-<n>``.
+        caption, tags, metadata: the user's text and facts about the image.
+        sequence: temporal group id (or (group id, position)): members of a sequence
+            pull each other into results at 0.8x score.
+        view: multiview group id (or (group id, position)): pulled in at 0.7x.
+
+        Raises ValueError (kira.images.ImageError) for an unusable image, a duplicate
+        doc id, or a read-only knowledge base. Nothing is stored on error.
+        """
+        self._writable()
+        caption, tags = clean_text(caption, "caption"), tags_arg(tags)
+        source = str(image) if isinstance(image, (str, os.PathLike)) else None
+        pixels = load_image(image)
+        if doc_id is None:
+            doc_id = Path(source).stem if source else f"doc-{self.store.count_documents() + 1}"
+        doc_id = clean_text(str(doc_id), "doc_id")
+        self._add_images([
+            dict(pixels=pixels, doc_id=str(doc_id), caption=caption, tags=tags, metadata=dict(metadata or {}),
+                 source=source, sequence=sequence, view=view)
+        ])
+        return str(doc_id)
+
+    def add_document(
+        self,
+        doc_id: str,
+        *,
+        images: Sequence[ImageLike] = (),
+        passages: Sequence[str] = (),
+        caption: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Store a document with text passages (a knowledge-base page, as in KB-VQA) and images.
+
+        The first image is the document's image (doc id `doc_id`); further images become
+        documents ``<doc_id>#<i>`` in one multiview set with it. Each passage becomes a
+        'passage' chunk (text space only) under the document chunk. A document with no
+        image is stored text-only. Raises ValueError for a duplicate id or no content.
+        """
+        self._writable()
+        caption, tags = clean_text(caption, "caption"), tags_arg(tags)
+        if isinstance(passages, str):
+            raise TypeError("passages must be a list of strings, not one string; wrap it: passages=[text]")
+        passages = [p for p in (clean_text(p, "each passage") for p in passages) if p]
+        if not images and not passages and not caption:
+            raise ValueError("add_document needs images, passages or a caption")
+        items = []
+        for i, image in enumerate(images):
+            did = str(doc_id) if i == 0 else f"{doc_id}#{i}"
+            items.append(dict(
+                pixels=load_image(image), doc_id=did, caption=caption, tags=tuple(tags), metadata=dict(metadata or {}),
+                source=str(image) if isinstance(image, (str, os.PathLike)) else None,
+                sequence=None, view=(str(doc_id), float(i)) if len(images) > 1 else None,
+                passages=tuple(passages) if i == 0 else (),
+            ))
+        if not items:
+            items.append(dict(pixels=None, doc_id=str(doc_id), caption=caption, tags=tuple(tags),
+                              metadata=dict(metadata or {}), source=None, sequence=None, view=None,
+                              passages=tuple(passages)))
+        self._add_images(items)
+        return str(doc_id)
+
+    def _add_images(self, items: list[dict[str, Any]]) -> list[str]:
+        """Encode and insert a batch (one encoder call per space); all or nothing on error."""
+        vectors = self._ensure_dims()
+        stack = self.models
+        seen: set[str] = set()
+        for item in items:
+            if item["doc_id"] in seen or self.store.has_document(item["doc_id"]):
+                raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or pick another id")
+            seen.add(item["doc_id"])
+        plans: list[ImagePlan | None] = []
+        crops: list[np.ndarray] = []
+        texts: list[str] = []
+        # an encoder with encode_boxes (the CNN) gives every chunk's vector from one pass per image
+        boxed = callable(getattr(stack.image, "encode_boxes", None))
+        box_rows: list[np.ndarray] = []
+        tagger = getattr(getattr(stack, "captioner", None), "labels", None)
+        labels: dict[str, list[dict[str, Any]]] = {}
+        read_lines: dict[str, list[dict[str, Any]]] = {}  # OCR lines with their boxes, kept as provenance
+        for item in items:
+            if item["pixels"] is None:
+                plans.append(None)
+                texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
+            else:
+                plan = plan_image(item["pixels"], getattr(stack, "regions", None), self.config.chunking, self.levels)
+                reader = getattr(stack, "ocr", None)
+                lines = reader.read(plan.image) if reader is not None else []
+                if lines:
+                    read_lines[item["doc_id"]] = [{"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)}
+                                                  for ln in lines]
+                describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
+                         caption_children=self.caption_children, lines=lines)
+                plans.append(plan)
+                if boxed:
+                    box_rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
+                else:
+                    crops += plan.crops()
+                if callable(tagger):
+                    labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)}
+                                              for lb in tagger(plan.image)]
+                texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
+            texts += list(item.get("passages", ()))
+        if boxed:
+            visual = np.concatenate(box_rows) if box_rows else np.zeros((0, stack.image.dim), np.float32)
+        else:
+            visual = _encode(stack.image, crops)
+        image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
+        text = _encode_texts(stack.text, texts)
+        new_ids: dict[str, list[int]] = {"visual": [], "text": []}
+        new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
+        vi = ti = 0
+        was_open = self.store.in_transaction
+        self.store.begin()
+        try:
+            with self.store.savepoint("kira_batch"):  # the batch is stored whole or not at all
+                for item, plan in zip(items, plans):
+                    pixels = item["pixels"]
+                    h, w = (pixels.shape[:2] if pixels is not None else (0, 0))
+                    self.store.insert_document(
+                        item["doc_id"], source=item["source"], caption=item["caption"], width=w, height=h,
+                        metadata=item["metadata"], tags=item["tags"],
+                        thumbnail=_thumbnail_png(pixels) if pixels is not None else None,
+                        provenance={
+                            "source": item["source"] or "(in memory)",
+                            "image_encoder": image_identity or type(stack.image).__name__,
+                            "text_encoder": type(stack.text).__name__,
+                            "described_by": "user caption/tags" if (item["caption"] or item["tags"]) else "captioner",
+                            **({"labels": labels[item["doc_id"]]} if labels.get(item["doc_id"]) else {}),
+                            **({"text_read": read_lines[item["doc_id"]]} if read_lines.get(item["doc_id"]) else {}),
+                        },
+                    )
+                    chunk_ids: list[int] = []
+                    if plan is None:
+                        cid = self.store.insert_chunk(item["doc_id"], "document", parent_id=None, box=None,
+                                                      description=texts[ti], visual=None, text=text[ti])
+                        new_ids["text"].append(cid)
+                        new_rows["text"].append(text[ti])
+                        chunk_ids.append(cid)
+                        ti += 1
+                    else:
+                        for chunk in plan.chunks:
+                            parent = chunk_ids[chunk.parent] if chunk.parent is not None else None
+                            cid = self.store.insert_chunk(item["doc_id"], chunk.level, parent_id=parent, box=chunk.box,
+                                                          description=chunk.description or texts[ti], visual=visual[vi],
+                                                          text=text[ti])
+                            new_ids["visual"].append(cid)
+                            new_rows["visual"].append(visual[vi])
+                            new_ids["text"].append(cid)
+                            new_rows["text"].append(text[ti])
+                            chunk_ids.append(cid)
+                            vi += 1
+                            ti += 1
+                    for order, passage in enumerate(item.get("passages", ())):
+                        cid = self.store.insert_chunk(item["doc_id"], "passage", parent_id=chunk_ids[0], box=None,
+                                                      description=passage, visual=None, text=text[ti])
+                        self.store.insert_passage(cid, item["doc_id"], order, passage)
+                        new_ids["text"].append(cid)
+                        new_rows["text"].append(text[ti])
+                        ti += 1
+                    for kind, arg in (("temporal", item["sequence"]), ("multiview", item["view"])):
+                        group = _group_arg(arg, "sequence" if kind == "temporal" else "view")
+                        if group is not None:
+                            gid, pos = group
+                            if pos is None:
+                                pos = float(self.store.group_size(kind, gid))
+                            self.store.add_to_group(kind, gid, item["doc_id"], pos)
+        except BaseException:
+            if not was_open:
+                self.store.rollback()
+                self._derived.clear()
+            raise
+        for space in ("visual", "text"):
+            if new_ids[space]:
+                vectors.add(space, np.array(new_ids[space], dtype=np.int64), np.stack(new_rows[space]))
+        self._caches.clear()
+        return [item["doc_id"] for item in items]
+
+    def remove(self, doc_id: str) -> None:
+        """Remove a document and all its chunks. Unknown id -> ValueError."""
+        self._writable()
+        if not self.store.has_document(doc_id):
+            raise ValueError(f"no document {doc_id!r} in the knowledge base")
+        ids = self.store.delete_document(doc_id)
+        if self.vectors is not None:
+            self.vectors.remove(np.array(ids, dtype=np.int64))
+        self._caches.clear()
+
+    def ingest(self, folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike], **kwargs: Any):
+        """Add every image under a folder (or in a list of paths); see `kira.knowledge_base.ingest.ingest`."""
+        from kira.knowledge_base.ingest import ingest
+
+        return ingest(self, folder_or_paths, **kwargs)
