@@ -229,7 +229,7 @@ class MilvusCollection:
 
     def count(self, filter: str = "") -> int:
         """Rows matching the Milvus filter expression `filter` (all rows for "")."""
-        rows = self.client.query(self.name, filter=filter, output_fields=["count(*)"], consistency_level="Strong")
+        rows = self.client.query(self.name, filter=filter, output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
     def drop(self) -> None:
