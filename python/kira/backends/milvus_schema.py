@@ -233,8 +233,10 @@ class MilvusCollection:
         return int(rows[0]["count(*)"]) if rows else 0
 
     def drop(self) -> None:
-        """Delete the whole collection (every chunk of this knowledge base)."""
-        self.client.drop_collection(self.name)
+        """Delete the whole collection (every chunk of this knowledge base) and its ``__meta`` collection."""
+        for name in (self.name, f"{self.name}__meta"):
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
 
     def close(self) -> None:
         """Close the client (Milvus Lite keeps serving other clients of the same file)."""

@@ -128,3 +128,40 @@ def delete_chunks(collection: MilvusCollection, ids: Sequence[int]) -> None:
     """Delete chunks by id (ids not stored are ignored)."""
     if len(ids):
         collection.client.delete(collection.name, ids=[int(i) for i in ids])
+
+
+def replace_documents(collection: MilvusCollection, records: Sequence[ChunkRecord]) -> int:
+    """Upsert `records`, then delete any other chunk of their documents (left by an earlier ingest of the
+    same document under other ids). Readers never see a document missing; returns rows written."""
+    written = upsert_chunks(collection, records)
+    by_doc: dict[str, list[int]] = {}
+    for r in records:
+        by_doc.setdefault(r.doc_id, []).append(int(r.id))
+    if by_doc:
+        keep = sorted(i for ids in by_doc.values() for i in ids)
+        collection.client.delete(collection.name, filter=f"doc_id in {_quoted(by_doc)} and not (id in {keep})")
+    return written
+
+
+def _meta_name(collection: MilvusCollection) -> str:
+    return f"{collection.name}__meta"
+
+
+def reserve_ordinals(collection: MilvusCollection, n: int) -> int:
+    """Reserve `n` image ordinals (chunk id ranges, kira.backends.milvus_encode.chunk_id) for one ingest job;
+    returns the first. Kept in a small ``<collection>__meta`` collection. One ingest job at a time per
+    knowledge base (as the local store has one writer): two drivers reserving at once may overlap."""
+    pm = __import__("pymilvus")
+    client, name = collection.client, _meta_name(collection)
+    if not client.has_collection(name):
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("key", pm.DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("value", pm.DataType.INT64)
+        schema.add_field("unused", pm.DataType.FLOAT_VECTOR, dim=2)  # Milvus wants a vector field in every collection
+        params = client.prepare_index_params()
+        params.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
+        client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+    rows = client.get(name, ids=["next_ordinal"], output_fields=["value"])
+    first = int(rows[0]["value"]) if rows else 0
+    client.upsert(name, [{"key": "next_ordinal", "value": first + int(n), "unused": [1.0, 0.0]}])
+    return first
