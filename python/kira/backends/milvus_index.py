@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -81,10 +82,15 @@ class MilvusIndex:
     pymilvus client (safe to share between threads).
     """
 
-    def __init__(self, collection: MilvusCollection, space: str) -> None:
+    def __init__(self, collection: MilvusCollection, space: str, *, len_ttl: float = 5.0) -> None:
         if space not in SPACES:
             raise ValueError(f"space {space!r}: choose 'visual' or 'text'")
         self.collection, self.space = collection, space
+        # len() is a count query (about 0.2-0.9 s on Milvus Lite at 5k rows) and the pipeline asks it per
+        # search, so it is cached: refreshed after a write through this collection object, or after
+        # len_ttl seconds (writes by other processes show within that time).
+        self.len_ttl = float(len_ttl)
+        self._len: tuple[int, int, float] | None = None  # (generation, count, when)
         if collection.config.index == "HNSW":
             # `kira.backends.search_options` hands ``ef`` only to an index with a candidate list.
             self.ef_search = collection.config.ef_search
@@ -94,7 +100,12 @@ class MilvusIndex:
         return self.collection.config.dim(self.space)
 
     def __len__(self) -> int:
-        return self.collection.count(filter_expression(space=self.space))
+        now = time.monotonic()
+        cached = self._len
+        if cached is None or cached[0] != self.collection.generation or now - cached[2] > self.len_ttl:
+            cached = (self.collection.generation, self.collection.count(filter_expression(space=self.space)), now)
+            self._len = cached
+        return cached[1]
 
     def search(self, queries: np.ndarray, k: int, *, allow: np.ndarray | None = None, groups: Any = None,
                per_group: int = 1, ef: int | None = None, nprobe: int | None = None,

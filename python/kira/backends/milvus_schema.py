@@ -181,6 +181,7 @@ class MilvusCollection:
 
     def __init__(self, client: Any, config: MilvusConfig) -> None:
         self.client, self.config = client, config
+        self.generation = 0  # bumped by every write through this object (kira.backends.milvus_writes)
 
     @property
     def name(self) -> str:
@@ -231,6 +232,13 @@ class MilvusCollection:
         """Rows matching the Milvus filter expression `filter` (all rows for "")."""
         rows = self.client.query(self.name, filter=filter, output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
+
+    def flush(self) -> None:
+        """Seal what was written into indexed segments. Call it after a bulk write: Milvus Lite searches
+        unflushed rows by brute force in Python (5k rows: 290 ms a search before a flush, 27 ms after);
+        a server flushes on its own and discourages frequent calls."""
+        self.client.flush(self.name)
+        self.generation += 1
 
     def drop(self) -> None:
         """Delete the whole collection (every chunk of this knowledge base) and its ``__meta`` collection."""

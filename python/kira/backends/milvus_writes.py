@@ -107,6 +107,7 @@ def _send(collection: MilvusCollection, rows: list[dict[str, Any]]) -> int:
     if len(set(ids)) != len(ids):
         raise ValueError("a batch repeats a chunk id; give each chunk its own id")
     result = collection.client.upsert(collection.name, rows, timeout=collection.config.timeout)
+    collection.generation += 1
     return int(result.get("upsert_count", len(rows)) if isinstance(result, dict) else len(rows))
 
 
@@ -121,6 +122,7 @@ def delete_documents(collection: MilvusCollection, doc_ids: Sequence[str]) -> in
     expr = f"doc_id in {_quoted(doc_ids)}"
     before = collection.count(expr)
     collection.client.delete(collection.name, filter=expr)
+    collection.generation += 1
     return before
 
 
@@ -128,6 +130,7 @@ def delete_chunks(collection: MilvusCollection, ids: Sequence[int]) -> None:
     """Delete chunks by id (ids not stored are ignored)."""
     if len(ids):
         collection.client.delete(collection.name, ids=[int(i) for i in ids])
+        collection.generation += 1
 
 
 def replace_documents(collection: MilvusCollection, records: Sequence[ChunkRecord]) -> int:
@@ -140,6 +143,7 @@ def replace_documents(collection: MilvusCollection, records: Sequence[ChunkRecor
     if by_doc:
         keep = sorted(i for ids in by_doc.values() for i in ids)
         collection.client.delete(collection.name, filter=f"doc_id in {_quoted(by_doc)} and not (id in {keep})")
+        collection.generation += 1
     return written
 
 

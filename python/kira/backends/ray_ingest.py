@@ -273,6 +273,8 @@ def ingest_ray(
                     summary.chunks += int(chunks)
                 else:
                     summary.skipped.append((str(path), str(reason)))
+        with MilvusCollection.open(config, create=False) as collection:
+            collection.flush()  # seal the job's rows into indexed segments
     finally:
         if own_ray:
             ray.shutdown()
