@@ -189,3 +189,28 @@ def test_a_ray_job_ingests_real_images_into_milvus_lite_as_a_local_encode_would(
             assert min(r["id"] for r in rows) > max(want_ids)  # the new job's id range
     finally:
         release_lite(uri)
+
+
+def test_a_pyarrow_filesystem_uri_lists_and_reads_as_the_local_folder(tmp_path):
+    from PIL import Image
+    from skimage import data
+
+    from kira.backends.ray_ingest import _read_image
+
+    folder = tmp_path / "images"
+    (folder / "a").mkdir(parents=True)
+    (folder / "b").mkdir()
+    Image.fromarray(data.coffee()[::8, ::8]).save(folder / "a" / "x.png")
+    Image.fromarray(data.camera()[::8, ::8]).save(folder / "b" / "x.png")  # same stem: ids become relative paths
+    Image.fromarray(data.astronaut()[::8, ::8]).save(folder / "y.jpg")
+    (folder / "notes.txt").write_text("not an image")
+    local = list_sources(folder)
+    remote = list_sources(f"file://{folder}")
+    assert [d for _, d in local] == [d for _, d in remote] == ["a/x", "b/x", "y"]
+    for (lp, _), (rp, _) in zip(local, remote):
+        assert rp.startswith("file://")
+        np.testing.assert_array_equal(_read_image(lp), _read_image(rp))
+    with pytest.raises(ValueError, match="no such file or folder"):
+        list_sources(f"file://{tmp_path}/absent")
+    with pytest.raises(ValueError, match="no such file or folder"):
+        list_sources(tmp_path / "absent")
