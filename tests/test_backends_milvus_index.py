@@ -123,3 +123,27 @@ def test_bm25_full_text_and_the_rrf_hybrid_run_in_milvus(corpus):
             want[cid] = want.get(cid, 0.0) + 1.0 / (60 + rank + 1)
     np.testing.assert_allclose(scores, sorted(want.values(), reverse=True)[:5], atol=1e-6)
     assert fused[0] == records[0].id  # first in both lists
+
+
+def test_ivf_takes_nprobe_and_visiting_every_cell_is_exact(tmp_path):
+    uri = str(tmp_path / "ivf.db")
+    visual, text = unit_rows(200, DIM, seed=31), unit_rows(200, 8, seed=32)
+    records = records_for(40, 5, visual, text)
+    config = MilvusConfig(uri=uri, collection="ivf", visual_dim=DIM, text_dim=8, index="IVF_FLAT", nlist=8, nprobe=1)
+    assert config.search_params(nprobe=8) == {"metric_type": "COSINE", "params": {"nprobe": 8}}
+    try:
+        with MilvusCollection.open(config) as col:
+            upsert_chunks(col, records)
+            col.flush()
+            assert col.client.describe_index(col.name, "visual")["params"] == {"nlist": 8}  # the knobs reach Milvus
+            index = MilvusIndex(col, "visual")
+            assert search_options(index, ef=64) == {}  # IVF has no candidate list; nprobe is its own option
+            flat = _core.FlatIndex(DIM)
+            flat.add(np.array([r.id for r in records], np.int64), visual)
+            queries = unit_rows(5, DIM, seed=33)
+            ids, scores = index.search(queries, 10, nprobe=8)
+            want_ids, want_scores = flat.search(queries, 10)
+            assert ids.tolist() == want_ids.tolist()
+            np.testing.assert_allclose(scores, want_scores, atol=1e-5)
+    finally:
+        release_lite(uri)

@@ -34,6 +34,9 @@ def test_a_new_collection_has_kiras_schema_and_holds_every_chunk_field(uri):
     with MilvusCollection.open(cfg) as col:
         described = {f["name"] for f in col.client.describe_collection(col.name)["fields"]}
         assert described == set(expected_fields(cfg))
+        index = col.client.describe_index(col.name, "visual")
+        assert (index["index_type"], index["metric_type"]) == ("HNSW", "COSINE")
+        assert index["params"] == {"M": 16, "efConstruction": 200}
         records = records_for(2, 3, visual, text)
         records.append(ChunkRecord(id=100, doc_id="doc0", doc_chunk=1, level="passage", description="a page",
                                    text=text[0]))  # no visual vector

@@ -146,7 +146,10 @@ def build_index_params(client: Any, config: MilvusConfig) -> Any:
         knobs = {}
     knobs.update(config.extra_index_params)
     for space in SPACES:
-        params.add_index(field_name=space, index_type=config.index, metric_type="COSINE", params=dict(knobs))
+        # Sent as one JSON "params" entry, the classic wire form every Milvus reads; pymilvus 3 would
+        # otherwise send each knob as its own key, which Milvus Lite 3.2 ignores (it built IVF with
+        # nlist 128 whatever was asked).
+        params.add_index(field_name=space, index_type=config.index, metric_type="COSINE", params={"params": dict(knobs)})
     if config.bm25:
         params.add_index(field_name="description_bm25", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
     return params
