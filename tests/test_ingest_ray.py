@@ -222,6 +222,7 @@ def test_a_pyarrow_filesystem_uri_lists_and_reads_as_the_local_folder(tmp_path):
     for (lp, _), (rp, _) in zip(local, remote):
         assert rp.startswith("file://")
         np.testing.assert_array_equal(_read_image(lp), _read_image(rp))
+    assert list_sources(f"file://{folder}/y.jpg") == [(f"file://{folder}/y.jpg", "y")]
     with pytest.raises(ValueError, match="no such file or folder"):
         list_sources(f"file://{tmp_path}/absent")
     with pytest.raises(ValueError, match="no such file or folder"):

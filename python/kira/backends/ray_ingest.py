@@ -96,13 +96,18 @@ def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
         from pyarrow import fs
 
         filesystem, base = fs.FileSystem.from_uri(text)
-        infos = filesystem.get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True))
-        if not infos and filesystem.get_file_info(base).type == fs.FileType.NotFound:
+        kind = filesystem.get_file_info(base).type
+        if kind == fs.FileType.NotFound:
             raise ValueError(f"no such file or folder: {text}")
-        files = sorted(i.path for i in infos if i.type == fs.FileType.File and Path(i.path).suffix.lower() in _SUFFIXES)
+        if kind == fs.FileType.File:
+            files, rel = [base], [Path(base).name]
+        else:
+            infos = filesystem.get_file_info(fs.FileSelector(base, recursive=True))
+            files = sorted(i.path for i in infos
+                           if i.type == fs.FileType.File and Path(i.path).suffix.lower() in _SUFFIXES)
+            rel = [p[len(base):].lstrip("/") for p in files]
         scheme = text.split("://", 1)[0]
-        paths = [f"{scheme}://{p}" if scheme != "file" else f"file://{p}" for p in files]
-        rel = [p[len(base):].lstrip("/") for p in files]
+        paths = [f"{scheme}://{p}" for p in files]
     stems: dict[str, int] = {}
     for r in rel:
         stems[Path(r).stem] = stems.get(Path(r).stem, 0) + 1
