@@ -1,0 +1,200 @@
+"""kira's core indexes against Milvus Lite on one machine, and local against Ray ingestion.
+
+Runs in one process on the same seeded data and prints markdown tables:
+
+- query latency (one query per call, k = 10): p50 / p99 of kira FlatIndex and HNSWIndex
+  against a Milvus Lite collection (FLAT and HNSW, same M / ef_construction / ef), each
+  through `kira.pipeline.query.search`, with the Milvus / core ratio and recall@10
+  against the exact core FlatIndex;
+- ingest images/s over the same real images (scikit-image + scikit-learn digits): the
+  local batch path (`encode_images` + upserts, one process) against `ingest_ray` with 1
+  and 2 actors (``ray.init(num_cpus=2)``; 2 actors reserve 0.75 CPU each so that Ray Data
+  keeps some free).
+
+Usage (needs ``kira[milvus,ray]``):
+    nice python benchmarks/compare_milvus.py                  # 20k x 384, 60 images
+    nice python benchmarks/compare_milvus.py --n 5000 --images 30 --skip-ray   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kira import _core
+from kira.backends.milvus_index import MilvusIndex
+from kira.backends.milvus_schema import MilvusCollection, MilvusConfig
+from kira.backends.milvus_writes import ChunkRecord, upsert_chunks
+from kira.eval.synthetic import clustered_vectors
+from kira.pipeline.query import search
+
+K = 10
+M, EF_CONSTRUCTION, EF = 16, 200, 64
+
+
+def percentiles(fn, queries: np.ndarray) -> tuple[float, float, list[np.ndarray]]:
+    times, results = [], []
+    for q in queries:
+        t = time.perf_counter()
+        results.append(fn(q[None, :]))
+        times.append(time.perf_counter() - t)
+    ms = np.asarray(times) * 1e3
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99)), results
+
+
+def recall(results: list[np.ndarray], truth: list[np.ndarray]) -> float:
+    return float(np.mean([len(set(a.tolist()) & set(b.tolist())) / K for a, b in zip(results, truth)]))
+
+
+def query_table(n: int, dim: int, n_queries: int, workdir: Path) -> None:
+    base = clustered_vectors(n, dim, sample=0, unit=True)
+    queries = clustered_vectors(n_queries, dim, sample=1, unit=True)
+    ids = np.arange(1, n + 1, dtype=np.int64)
+    rows: list[tuple[str, float, float, float, float]] = []
+
+    t = time.perf_counter()
+    flat = _core.FlatIndex(dim)
+    flat.add(ids, base)
+    build = {"core FlatIndex": time.perf_counter() - t}
+    t = time.perf_counter()
+    graph = _core.HNSWIndex(dim, M=M, ef_construction=EF_CONSTRUCTION)
+    graph.add(ids, base)
+    build["core HNSWIndex"] = time.perf_counter() - t
+
+    p50, p99, exact = percentiles(lambda q: search(flat, q, K, None)[0][0], queries)
+    rows.append(("core FlatIndex", p50, p99, 1.0, build["core FlatIndex"]))
+    p50, p99, got = percentiles(lambda q: search(graph, q, K, None, ef=EF)[0][0], queries)
+    rows.append(("core HNSWIndex", p50, p99, recall(got, exact), build["core HNSWIndex"]))
+
+    uri = str(workdir / "bench.db")
+    for kind in ("FLAT", "HNSW"):
+        config = MilvusConfig(uri=uri, collection=f"bench_{kind.lower()}", visual_dim=dim, text_dim=2, index=kind,
+                              hnsw_m=M, ef_construction=EF_CONSTRUCTION, ef_search=EF, bm25=False, batch_size=2000)
+        col = MilvusCollection.open(config)
+        text = np.array([1.0, 0.0], np.float32)
+        t = time.perf_counter()
+        upsert_chunks(col, (ChunkRecord(id=int(i), doc_id=str(i), doc_chunk=int(i), level="document",
+                                        visual=base[i - 1], text=text) for i in ids))
+        col.flush()
+        index = MilvusIndex(col, "visual")
+        search(index, queries[:1], K, None, ef=EF)  # the first search may build/load the index
+        load = time.perf_counter() - t
+        p50, p99, got = percentiles(lambda q: search(index, q, K, None, ef=EF)[0][0], queries)
+        rows.append((f"Milvus Lite {kind}", p50, p99, recall(got, exact), load))
+        col.close()
+
+    print(f"\n### Query latency, {n:,} x {dim} unit vectors, k = {K}, one query per call ({n_queries} queries)\n")
+    print(f"HNSW: M = {M}, ef_construction = {EF_CONSTRUCTION}, ef = {EF}. Milvus Lite runs in this process "
+          "(pymilvus -> gRPC on 127.0.0.1 -> its pure-Python engine, faiss for HNSW).\n")
+    print("| index | p50 ms | p99 ms | p50 / core same kind | recall@10 vs exact | build / insert s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    same = {"core FlatIndex": rows[0][1], "core HNSWIndex": rows[1][1],
+            "Milvus Lite FLAT": rows[0][1], "Milvus Lite HNSW": rows[1][1]}
+    for name, p50, p99, rec, build_s in rows:
+        print(f"| {name} | {p50:.3f} | {p99:.3f} | {p50 / same[name]:.1f} | {rec:.3f} | {build_s:.1f} |")
+
+
+def write_images(folder: Path, n: int) -> None:
+    from PIL import Image
+    from skimage import data
+    from sklearn.datasets import load_digits
+
+    folder.mkdir(parents=True)
+    names = ["astronaut", "camera", "coffee", "chelsea", "rocket", "coins", "moon", "page", "horse", "text",
+             "immunohistochemistry", "retina", "motorcycle_left", "cat", "grass", "gravel", "brick", "clock"]
+    made = 0
+    for name in names[: n // 3]:
+        try:
+            pixels = np.asarray(getattr(data, name)())
+        except Exception:  # noqa: BLE001 - a data file not shipped
+            continue
+        if pixels.dtype == bool:
+            pixels = pixels.astype(np.uint8) * 255
+        if pixels.dtype != np.uint8:
+            pixels = (255 * (pixels - pixels.min()) / max(float(np.ptp(pixels)), 1e-9)).astype(np.uint8)
+        image = Image.fromarray(pixels[..., :3] if pixels.ndim == 3 else pixels)
+        image.thumbnail((160, 160))
+        image.save(folder / f"{name}.png")
+        made += 1
+    digits = load_digits()
+    for i in range(n - made):
+        Image.fromarray(np.kron(digits.images[i] * (255 / 16), np.ones((6, 6))).astype(np.uint8)).save(
+            folder / f"digit_{i:03d}.png")
+
+
+def ingest_table(n_images: int, workdir: Path, skip_ray: bool) -> None:
+    from kira.backends.milvus_encode import ImageItem, encode_images
+    from kira.backends.milvus_writes import replace_documents
+    from kira.backends.ray_ingest import _read_image, ingest_ray, list_sources
+    from kira.models import load_default
+
+    folder = workdir / "images"
+    write_images(folder, n_images)
+    sources = list_sources(folder)
+    rows = []
+    t = time.perf_counter()
+    stack = load_default(prefer_cuda=False, threads=1)
+    config = MilvusConfig(uri=str(workdir / "ingest.db"), collection="local", visual_dim=stack.image.dim,
+                          text_dim=stack.text.dim, index="HNSW")
+    with MilvusCollection.open(config) as col:
+        for start in range(0, len(sources), 16):
+            items = [ImageItem(start + i, d, _read_image(p)) for i, (p, d) in enumerate(sources[start:start + 16])]
+            replace_documents(col, encode_images(stack, items))
+        col.flush()
+    rows.append(("local, one process (encode_images + upserts)", 1, time.perf_counter() - t))
+    if not skip_ray:
+        import ray
+
+        for actors, cpus in ((1, 1.0), (2, 0.75)):
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            try:
+                cfg = MilvusConfig(uri=config.uri, collection=f"ray{actors}", visual_dim=config.visual_dim,
+                                   text_dim=config.text_dim, index="HNSW")
+                t = time.perf_counter()
+                summary = ingest_ray(cfg, folder, actors=actors, cpus_per_actor=cpus, batch_size=8)
+                rows.append((f"Ray Data, {summary.actors} actor(s), num_cpus=2", summary.actors,
+                             time.perf_counter() - t))
+            finally:
+                ray.shutdown()
+    print(f"\n### Ingest, {len(sources)} real images (scikit-image thumbnails <= 160 px, digits 48 px), "
+          "default model stack, into Milvus Lite HNSW\n")
+    print("Wall time includes loading the models (and, for Ray, starting the actors; Ray itself is started before).\n")
+    print("| path | actors | s | images/s | / local |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, actors, seconds in rows:
+        print(f"| {name} | {actors} | {seconds:.1f} | {len(sources) / seconds:.2f} | "
+              f"{rows[0][2] / seconds:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000, help="vectors in the query comparison")
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--images", type=int, default=60)
+    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--skip-query", action="store_true")
+    args = parser.parse_args()
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"core kernels: {_core.simd_level()}")
+    workdir = Path(tempfile.mkdtemp(prefix="kira-milvus-bench-"))
+    try:
+        if not args.skip_query:
+            query_table(args.n, args.dim, args.queries, workdir)
+        ingest_table(args.images, workdir, args.skip_ray)
+    finally:
+        from milvus_lite import server_manager_instance
+
+        server_manager_instance.release_all()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

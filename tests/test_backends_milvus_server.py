@@ -1,0 +1,69 @@
+"""The server path: Milvus Lite run as a local gRPC server on 127.0.0.1, kira talking to it by http uri."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus")
+pytest.importorskip("milvus_lite")
+
+from kira import _core  # noqa: E402
+from kira.backends.milvus_index import MilvusIndex  # noqa: E402
+from kira.backends.milvus_schema import MilvusCollection, MilvusConfig  # noqa: E402
+from kira.backends.milvus_writes import delete_documents, upsert_chunks  # noqa: E402
+from kira.pipeline.query import search  # noqa: E402
+from milvus_fixtures import records_for, unit_rows  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def server(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(tmp_path / "data"),
+                             "--host", "127.0.0.1", "--port", str(port), "--max-workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"milvus_lite server did not start on port {port}")
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_kira_talks_to_a_milvus_server_by_uri_with_the_same_code(server):
+    config = MilvusConfig(uri=server, collection="kb", visual_dim=16, text_dim=8, index="FLAT")
+    visual, text = unit_rows(40, 16, seed=21), unit_rows(40, 8, seed=22)
+    records = records_for(8, 5, visual, text)
+    with MilvusCollection.open(config) as col:
+        assert upsert_chunks(col, records) == 40
+    # A second client (another kira process would do the same) sees the writes and searches them.
+    with MilvusCollection.open(config, create=False) as col:
+        index = MilvusIndex(col, "visual")
+        flat = _core.FlatIndex(16)
+        flat.add(np.array([r.id for r in records], np.int64), visual)
+        queries = unit_rows(3, 16, seed=23)
+        for (a, sa), (b, sb) in zip(search(index, queries, 5, None), search(flat, queries, 5, None)):
+            assert a.tolist() == b.tolist()
+            np.testing.assert_allclose(sa, sb, atol=1e-5)
+        assert delete_documents(col, ["doc3"]) == 5 and len(index) == 35
+    with pytest.raises(ValueError, match="dim 16, config says 32"):
+        MilvusCollection.open(MilvusConfig(uri=server, collection="kb", visual_dim=32, text_dim=8))
