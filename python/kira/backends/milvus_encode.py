@@ -1,8 +1,7 @@
 """Images -> `ChunkRecord`s for the Milvus backend: chunk, describe and encode a batch, with stable ids.
 
-This is the knowledge base's own batch path (kira.knowledge_base.chunker's `plan_image` and
-`describe`, one encoder call per space per `ENCODE_BATCH` items, each distinct text encoded
-once), with one difference a distributed writer needs: chunk ids do not come from a
+This is the knowledge base's own batch path (kira.knowledge_base.batch_encode.encode_batch:
+one forward pass per image with the CNN, each distinct text encoded once), with one difference a distributed writer needs: chunk ids do not come from a
 database counter but from the image's ordinal in the job, ``ordinal * CHUNKS_PER_IMAGE +
 index in its plan``, so every worker computes them alone and a retried job writes the same
 ids again (Milvus upserts replace them; nothing is duplicated).
@@ -18,12 +17,12 @@ import numpy as np
 
 from kira.backends.milvus_writes import ChunkRecord
 from kira.config import ChunkingConfig
-from kira.knowledge_base.chunker import LEVELS, describe, plan_image
+from kira.knowledge_base.batch_encode import encode_batch
+from kira.knowledge_base.chunker import LEVELS
 
 log = logging.getLogger(__name__)
 
 CHUNKS_PER_IMAGE = 1024  # id space per image: 1 document + max_regions + patch_grid**2 must fit
-ENCODE_BATCH = 64  # crops / texts per encoder call (as the knowledge base's ingest)
 
 
 def chunk_id(ordinal: int, index: int) -> int:
@@ -45,19 +44,6 @@ class ImageItem:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _encode(encoder: Any, items: Sequence[Any]) -> np.ndarray:
-    parts = [np.asarray(encoder.encode(list(items[i:i + ENCODE_BATCH])), dtype=np.float32)
-             for i in range(0, len(items), ENCODE_BATCH)]
-    return np.concatenate(parts, axis=0) if parts else np.zeros((0, encoder.dim), np.float32)
-
-
-def _encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:
-    unique = list(dict.fromkeys(texts))
-    vectors = _encode(encoder, unique)
-    row = {t: i for i, t in enumerate(unique)}
-    return vectors[[row[t] for t in texts]] if texts else vectors
-
-
 def encode_images(stack: Any, items: Sequence[ImageItem], *, chunking: ChunkingConfig | None = None,
                   levels: Sequence[str] = LEVELS, caption_children: bool = False) -> list[ChunkRecord]:
     """Chunk, describe and encode `items` with the model `stack` (kira.models.load_default() or any
@@ -67,17 +53,12 @@ def encode_images(stack: Any, items: Sequence[ImageItem], *, chunking: ChunkingC
     Raises ValueError for an image with more chunks than `CHUNKS_PER_IMAGE` or a bad level.
     """
     chunking = chunking or ChunkingConfig()
-    plans, crops, texts = [], [], []
-    for item in items:
-        plan = plan_image(item.pixels, getattr(stack, "regions", None), chunking, levels)
-        if len(plan.chunks) > CHUNKS_PER_IMAGE:
+    batch = encode_batch(stack, [{"doc_id": i.doc_id, "pixels": i.pixels, "caption": i.caption, "tags": tuple(i.tags)}
+                                 for i in items], chunking, levels, caption_children=caption_children)
+    plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
+    for item, plan in zip(items, plans):
+        if plan is not None and len(plan.chunks) > CHUNKS_PER_IMAGE:
             raise ValueError(f"{item.doc_id}: {len(plan.chunks)} chunks, over {CHUNKS_PER_IMAGE}; lower patch_grid")
-        describe(plan, item.caption, item.tags, getattr(stack, "captioner", None), caption_children=caption_children)
-        plans.append(plan)
-        crops += plan.crops()
-        texts += [c.embed_text or c.description or item.doc_id for c in plan.chunks]
-    visual = _encode(stack.image, crops)
-    text = _encode_texts(stack.text, texts)
     records, row = [], 0
     for item, plan in zip(items, plans):
         doc_chunk = chunk_id(item.ordinal, 0)

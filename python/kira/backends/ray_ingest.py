@@ -82,9 +82,9 @@ _SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff",
 
 
 def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
-    """(path, doc id) of every image under `source`, sorted: a local folder or file, or a pyarrow filesystem
-    uri. Doc ids are file stems, or the path relative to `source` without suffix where stems collide (as
-    the local ingest names them). ValueError where nothing is there."""
+    """(path, doc id) of every image under `source`, sorted by the path relative to it: a local folder or
+    file, or a pyarrow filesystem uri. Doc ids are the local ingest's (the relative path without its suffix,
+    `kira.knowledge_base.ingest.relative_doc_ids`). ValueError where nothing is there."""
     text = os.fspath(source)
     if "://" not in text:
         from kira.knowledge_base.ingest import collect_paths
@@ -108,11 +108,11 @@ def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
             rel = [p[len(base):].lstrip("/") for p in files]
         scheme = text.split("://", 1)[0]
         paths = [f"{scheme}://{p}" for p in files]
-    stems: dict[str, int] = {}
-    for r in rel:
-        stems[Path(r).stem] = stems.get(Path(r).stem, 0) + 1
-    return [(p, Path(r).stem if stems[Path(r).stem] == 1 else Path(r).with_suffix("").as_posix())
-            for p, r in zip(paths, rel)]
+    from kira.knowledge_base.ingest import relative_doc_ids
+
+    order = sorted(range(len(rel)), key=lambda n: rel[n])  # one order for every filesystem: job ordinals follow it
+    paths, rel = [paths[n] for n in order], [rel[n] for n in order]
+    return list(zip(paths, relative_doc_ids(rel)))
 
 
 def _read_image(path: str) -> np.ndarray:
@@ -242,7 +242,7 @@ def ingest_ray(
     ray = require_ray()
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1; got {batch_size}")
-    from kira.backends.milvus_encode import ENCODE_BATCH  # noqa: F401  (imports the model side early: fail fast)
+    from kira.backends.milvus_encode import encode_images  # noqa: F401  (imports the model side early: fail fast)
     from kira.backends.milvus_writes import reserve_ordinals
     from kira.config import ChunkingConfig
 

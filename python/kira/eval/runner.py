@@ -120,9 +120,15 @@ def _hop_confidences(result: Any) -> list[float]:
     return out
 
 
+def _retrieved(pack: Any) -> list[str]:
+    """The documents retrieval handed to reasoning, best first: the subject's evidence and, after it, the
+    similar cases (the subject stage splits one retrieved list in two for the answer, not for retrieval)."""
+    return ranked_unique(item.doc_id for item in (*pack.items, *pack.similar))
+
+
 def _score(q: Question, ds: DomainDataset, result: Any, subject: dict[str, tuple[str, ...]]) -> dict[str, float]:
     pack = result.evidence
-    ranked = ranked_unique(item.doc_id for item in pack.items)
+    ranked = _retrieved(pack)
     cited = []
     for n in result.answer.citations:
         try:
@@ -149,7 +155,7 @@ def _ask_all(engine: Any, ds: DomainDataset, variant: str, subject: dict[str, tu
         result = engine.ask(q.text, image=q.query_image, top_k=TOP_K, variant=variant)
         elapsed = time.perf_counter() - start
         records.append(QuestionRecord(
-            q.qid, q.kind, label, _score(q, ds, result, subject), ranked_unique(i.doc_id for i in result.evidence.items),
+            q.qid, q.kind, label, _score(q, ds, result, subject), _retrieved(result.evidence),
             result.answer.text, len(result.answer.flagged), elapsed, _hop_confidences(result)))
         grounding_values.setdefault(label, []).extend(
             c.grounding for c in result.answer.claims if c.grounding is not None)

@@ -16,8 +16,8 @@ import stat
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from kira.images import MAX_PIXELS, ImageError, load_image
 from kira.knowledge_base.inputs import clean_text, tags_arg
@@ -196,7 +196,13 @@ def _doc_ids(paths: list[Path], root: Path | None) -> list[str]:
     if root is None:
         stems = Counter(p.stem for p in paths)
         return [p.stem if stems[p.stem] == 1 else p.with_suffix("").as_posix() for p in paths]
-    rel = [p.relative_to(root) for p in paths]
+    return relative_doc_ids([p.relative_to(root).as_posix() for p in paths])
+
+
+def relative_doc_ids(relative: Sequence[str]) -> list[str]:
+    """Doc ids of files given by their paths relative to the ingest root ("a/x.png"): the path without
+    the suffix, or with it where two files differ only by it. Any ingest (local, Ray) names files so."""
+    rel = [PurePosixPath(r) for r in relative]
     bare = Counter(r.with_suffix("").as_posix() for r in rel)
     return [r.with_suffix("").as_posix() if bare[r.with_suffix("").as_posix()] == 1 else r.as_posix() for r in rel]
 

@@ -15,11 +15,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from kira.images import ImageLike, load_image
-from kira.knowledge_base.chunker import ImagePlan, describe, plan_image
+from kira.knowledge_base.batch_encode import ENCODE_BATCH, MAX_ENCODED_CHARS, encode_batch
 from kira.knowledge_base.inputs import clean_text, tags_arg
 
 THUMBNAIL_SIDE = 160
-ENCODE_BATCH = 64  # crops / texts per encoder call
+__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "Writing"]
 
 
 def _thumbnail_png(image: np.ndarray) -> bytes:
@@ -30,32 +30,6 @@ def _thumbnail_png(image: np.ndarray) -> bytes:
     buf = io.BytesIO()
     im.save(buf, format="PNG")
     return buf.getvalue()
-
-
-MAX_ENCODED_CHARS = 8192
-"""What of one text is handed to the text encoder: far past any sentence encoder's own token
-limit (all-MiniLM-L6-v2 reads 256 tokens), so no vector changes, while a 10 MB caption is no
-longer tokenised whole (19 s per add_image). The stored caption and description keep the
-full text."""
-
-
-def _encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:
-    """Encode each distinct text once (its first `MAX_ENCODED_CHARS` characters)."""
-    texts = [t[:MAX_ENCODED_CHARS] for t in texts]
-    unique = list(dict.fromkeys(texts))
-    vectors = _encode(encoder, unique)
-    if len(unique) == len(texts):
-        return vectors
-    row = {t: i for i, t in enumerate(unique)}
-    return np.ascontiguousarray(vectors[[row[t] for t in texts]]) if texts else vectors
-
-
-def _encode(encoder: Any, items: Sequence[Any]) -> np.ndarray:
-    parts = [np.asarray(encoder.encode(list(items[i : i + ENCODE_BATCH])), dtype=np.float32)
-             for i in range(0, len(items), ENCODE_BATCH)]
-    if not parts:
-        return np.zeros((0, encoder.dim), dtype=np.float32)
-    return np.ascontiguousarray(np.concatenate(parts, axis=0))
 
 
 def _group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
@@ -159,44 +133,10 @@ class Writing:
             if item["doc_id"] in seen or self.store.has_document(item["doc_id"]):
                 raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or pick another id")
             seen.add(item["doc_id"])
-        plans: list[ImagePlan | None] = []
-        crops: list[np.ndarray] = []
-        texts: list[str] = []
-        # an encoder with encode_boxes (the CNN) gives every chunk's vector from one pass per image
-        boxed = callable(getattr(stack.image, "encode_boxes", None))
-        box_rows: list[np.ndarray] = []
-        tagger = getattr(getattr(stack, "captioner", None), "labels", None)
-        labels: dict[str, list[dict[str, Any]]] = {}
-        read_lines: dict[str, list[dict[str, Any]]] = {}  # OCR lines with their boxes, kept as provenance
-        for item in items:
-            if item["pixels"] is None:
-                plans.append(None)
-                texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
-            else:
-                plan = plan_image(item["pixels"], getattr(stack, "regions", None), self.config.chunking, self.levels)
-                reader = getattr(stack, "ocr", None)
-                lines = reader.read(plan.image) if reader is not None else []
-                if lines:
-                    read_lines[item["doc_id"]] = [{"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)}
-                                                  for ln in lines]
-                describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
-                         caption_children=self.caption_children, lines=lines)
-                plans.append(plan)
-                if boxed:
-                    box_rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
-                else:
-                    crops += plan.crops()
-                if callable(tagger):
-                    labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)}
-                                              for lb in tagger(plan.image)]
-                texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
-            texts += list(item.get("passages", ()))
-        if boxed:
-            visual = np.concatenate(box_rows) if box_rows else np.zeros((0, stack.image.dim), np.float32)
-        else:
-            visual = _encode(stack.image, crops)
+        batch = encode_batch(stack, items, self.config.chunking, self.levels, caption_children=self.caption_children)
+        plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
+        labels, read_lines = batch.labels, batch.read_lines
         image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
-        text = _encode_texts(stack.text, texts)
         new_ids: dict[str, list[int]] = {"visual": [], "text": []}
         new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
         vi = ti = 0

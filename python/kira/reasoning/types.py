@@ -164,8 +164,8 @@ class EvidencePack:
         return any(item.number == number for item in self.items)
 
     def by_number(self, number: int) -> EvidenceItem:
-        """The item cited as ``[Evidence number]``. Raises KeyError if the pack has none."""
-        for item in self.items:
+        """The item cited as ``[Evidence number]`` (a similar case too). Raises KeyError if the pack has none."""
+        for item in (*self.items, *self.similar):
             if item.number == number:
                 return item
         raise KeyError(f"no [Evidence {number}] in this pack (it has {list(self.numbers)})")

@@ -1,0 +1,102 @@
+"""Chunk, describe and encode a batch of images: the one path every ingest takes.
+
+The knowledge base's own writes (`KnowledgeBase.add_image`, `ingest`) and the Milvus
+backend's distributed ingest (kira.backends.milvus_encode, in Ray actors) both call
+`encode_batch`, so a chunk's vectors and description are the same whichever stores them.
+Per image: the chunk plan (document, regions, patches), OCR lines when the stack reads
+text, the descriptions, one forward pass for every chunk's visual vector when the image
+encoder offers ``encode_boxes`` (the CNN; else one call per crop, batched), and the
+tagger's labels. Texts are encoded once each, in batches of `ENCODE_BATCH`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from kira.config import ChunkingConfig
+from kira.knowledge_base.chunker import ImagePlan, describe, plan_image
+
+ENCODE_BATCH = 64  # crops / texts per encoder call
+MAX_ENCODED_CHARS = 8192
+"""What of one text is handed to the text encoder: far past any sentence encoder's own token
+limit (all-MiniLM-L6-v2 reads 256 tokens), so no vector changes, while a 10 MB caption is no
+longer tokenised whole (19 s per add_image). The stored caption and description keep the
+full text."""
+
+
+@dataclass
+class EncodedBatch:
+    """What `encode_batch` returns. Rows of `visual` follow the chunks of the plans in order; rows of
+    `text` and `texts` follow, per item, its chunks (or its one text when it has no image) then its passages."""
+
+    plans: list[ImagePlan | None]
+    texts: list[str]
+    visual: np.ndarray
+    text: np.ndarray
+    labels: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # doc id -> the tagger's labels
+    read_lines: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # doc id -> OCR lines with boxes
+
+
+def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: ChunkingConfig, levels: Sequence[str],
+                 *, caption_children: bool = False) -> EncodedBatch:
+    """Chunk, describe and encode `items` (mappings with ``doc_id``, ``pixels`` (uint8 RGB or None),
+    ``caption``, ``tags`` and optionally ``passages``) with the model `stack` (module docstring)."""
+    plans: list[ImagePlan | None] = []
+    crops: list[np.ndarray] = []
+    texts: list[str] = []
+    boxed = callable(getattr(stack.image, "encode_boxes", None))
+    box_rows: list[np.ndarray] = []
+    tagger = getattr(getattr(stack, "captioner", None), "labels", None)
+    out = EncodedBatch([], [], np.zeros(0), np.zeros(0))
+    for item in items:
+        if item["pixels"] is None:
+            plans.append(None)
+            texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
+        else:
+            plan = plan_image(item["pixels"], getattr(stack, "regions", None), chunking, levels)
+            reader = getattr(stack, "ocr", None)
+            lines = reader.read(plan.image) if reader is not None else []
+            if lines:
+                out.read_lines[item["doc_id"]] = [{"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)}
+                                                  for ln in lines]
+            describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
+                     caption_children=caption_children, lines=lines)
+            plans.append(plan)
+            if boxed:
+                box_rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
+            else:
+                crops += plan.crops()
+            if callable(tagger):
+                out.labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)}
+                                              for lb in tagger(plan.image)]
+            texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
+        texts += list(item.get("passages", ()))
+    if boxed:
+        visual = np.concatenate(box_rows) if box_rows else np.zeros((0, stack.image.dim), np.float32)
+    else:
+        visual = encode_all(stack.image, crops)
+    out.plans, out.texts, out.visual, out.text = plans, texts, visual, encode_texts(stack.text, texts)
+    return out
+
+
+def encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:
+    """Encode each distinct text once (its first `MAX_ENCODED_CHARS` characters); rows follow `texts`."""
+    texts = [t[:MAX_ENCODED_CHARS] for t in texts]
+    unique = list(dict.fromkeys(texts))
+    vectors = encode_all(encoder, unique)
+    if len(unique) == len(texts):
+        return vectors
+    row = {t: i for i, t in enumerate(unique)}
+    return np.ascontiguousarray(vectors[[row[t] for t in texts]]) if texts else vectors
+
+
+def encode_all(encoder: Any, items: Sequence[Any]) -> np.ndarray:
+    """`encoder.encode` over `items` in batches of `ENCODE_BATCH`, float32 rows."""
+    parts = [np.asarray(encoder.encode(list(items[i : i + ENCODE_BATCH])), dtype=np.float32)
+             for i in range(0, len(items), ENCODE_BATCH)]
+    if not parts:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    return np.ascontiguousarray(np.concatenate(parts, axis=0))
