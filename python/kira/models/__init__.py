@@ -18,6 +18,7 @@ from kira.models.protocols import (
     RegionProposer,
     Reranker,
     TextEncoder,
+    TextReader,
 )
 from kira.models.stack import ModelStack, load_default
 
@@ -30,6 +31,7 @@ __all__ = [
     "RegionProposer",
     "Reranker",
     "TextEncoder",
+    "TextReader",
     "export",
     "load",
     "load_default",

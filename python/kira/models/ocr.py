@@ -7,17 +7,18 @@ OpenCV, Shapely and pyclipper). The steps follow PaddleOCR's published pipeline:
 1. detection: the image (BGR, (x/255 - 0.5)/0.5) is scaled so its short side is at least
    `det_min_side` (and its long side at most `det_max_side`), rounded to multiples of 32;
    the DB probability map is thresholded at `det_threshold`, dilated by a 2x2 square and
-   split into connected components (scipy.ndimage); each component's bounding box
-   scores the mean probability inside it (boxes under `box_threshold` are dropped) and
-   is grown by DB's unclip distance (area * `unclip_ratio` / perimeter). Boxes are
-   axis-aligned: rotated lines are read through their bounding box.
-2. recognition: each box is cropped from the original image (turned 90 degrees when
-   it is at least 1.5 times taller than wide), resized to height 48 keeping its aspect
+   split into connected components (scipy.ndimage); a component scores the mean
+   probability of its pixels (under `box_threshold` it is dropped), and its rectangle
+   along its principal axis is grown by DB's unclip distance (area * `unclip_ratio` /
+   perimeter), so a slanted line is read along its slant.
+2. recognition: each rectangle is cut out straightened (Pillow's QUAD transform; turned
+   90 degrees when at least 1.5 times taller than wide), resized to height 48 keeping its aspect
    ratio, padded to the batch's widest crop and decoded by CTC greedy decoding with the
    character list stored in the model's metadata (index 0 is the blank, the last a space).
    Lines whose mean character probability is under `text_threshold` are dropped.
 
-Result: `TextLine`s (text, score, box in image pixels), read top to bottom, left to right.
+Result: `TextLine`s (text, score, axis-aligned bounding box of the line in image pixels),
+read top to bottom, left to right. The angle classifier (upside-down text) is not used.
 """
 
 from __future__ import annotations
