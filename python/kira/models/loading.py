@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,29 @@ def load(path: str | os.PathLike, *, prefer_cuda: bool = True, verify: bool = Tr
     # the default's notes about parts that are now real models no longer hold
     base_notes = [n for n in base.notes if not any(n.startswith(f"{part}:") for part in parts)]
     return dataclasses.replace(base, **parts, notes=base_notes + notes, providers=providers)
+
+
+def write_atomic(target: Path, data: bytes) -> Path:
+    """Write `data` to `target` through a temporary file and a rename (a built model graph, a cache file);
+    where `target`'s directory cannot be written, to ``<tmp>/kira-cache-<uid>/<its folder>/<its name>``
+    instead (reused when already there). Returns where it was written."""
+    try:
+        return _write(target, data)
+    except OSError as exc:
+        uid = os.getuid() if hasattr(os, "getuid") else "user"
+        fallback = Path(tempfile.gettempdir()) / f"kira-cache-{uid}" / target.parent.name / target.name
+        logger.warning("cannot write %s (%s); using %s", target, exc, fallback)
+        return fallback if fallback.is_file() else _write(fallback, data)
+
+
+def _write(target: Path, data: bytes) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

@@ -22,14 +22,13 @@ import importlib.util
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from kira.models.loading import file_sha256, verify_sha256
+from kira.models.loading import file_sha256, verify_sha256, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -110,28 +109,7 @@ def ensure_onnx(weights_dir: Path | None = None, *, out_dir: Path | None = None)
     config = json.loads((weights_dir / "config.json").read_text())
     logger.info("building the MiniLM ONNX graph from %s into %s", weights, target)
     data = build_graph(weights, config).SerializeToString()
-    try:
-        return _write_atomic(target, data)
-    except OSError as exc:
-        fallback = Path(tempfile.gettempdir()) / f"kira-cache-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
-        fallback_target = fallback / "minilm" / target.name
-        logger.warning("cannot write the MiniLM graph to %s (%s); using %s", target, exc, fallback_target)
-        if fallback_target.is_file():
-            return fallback_target
-        return _write_atomic(fallback_target, data)
-
-
-def _write_atomic(target: Path, data: bytes) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(target, data)
 
 
 def build_graph(weights: Path, config: dict) -> "onnx.ModelProto":  # noqa: F821

@@ -7,16 +7,16 @@ names its weight files after the first hex digits of their SHA-256).
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib.util
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from kira.models.loading import file_sha256, write_atomic
+
 logger = logging.getLogger(__name__)
+__all__ = ["file_sha256", "write_atomic"]
 
 
 @dataclass(frozen=True)
@@ -90,43 +90,3 @@ def cache_dir() -> Path:
     """KIRA_CACHE_DIR if set, else ~/.cache/kira: where built ONNX graphs are kept."""
     env = os.environ.get("KIRA_CACHE_DIR")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file (memoised per path, size and modification time)."""
-    st = Path(path).stat()
-    return _sha256(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=16)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
-
-
-def write_atomic(target: Path, data: bytes) -> Path:
-    """Write `data` to `target` through a temporary file and a rename; falls back to a per-user
-    temp directory when the target's directory cannot be written. Returns where it was written."""
-    try:
-        return _write(target, data)
-    except OSError as exc:
-        uid = os.getuid() if hasattr(os, "getuid") else "user"
-        fallback = Path(tempfile.gettempdir()) / f"kira-cache-{uid}" / target.parent.name / target.name
-        logger.warning("cannot write %s (%s); using %s", target, exc, fallback)
-        return fallback if fallback.is_file() else _write(fallback, data)
-
-
-def _write(target: Path, data: bytes) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
