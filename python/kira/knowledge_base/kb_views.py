@@ -13,11 +13,13 @@ from __future__ import annotations
 import io
 import json
 import time
-from typing import Any, Callable, Iterable, TypeVar
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 import numpy as np
 
 from kira import _core
+from kira.knowledge_base.compound import CompoundIndex
 from kira.knowledge_base.store import DocumentRow
 
 T = TypeVar("T")
@@ -71,79 +73,52 @@ class DerivedViews:
     def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, DocumentRow]:
         return self.store.documents(doc_ids)
 
-    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
-        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
-        if "groups" not in self._caches:
-            groups = _core.CompoundGroups()
-            kinds: dict[tuple[int, int], str] = {}
-            rows = self.store.groups()
-            doc_chunk = self.store.document_chunk_ids({d for _, _, docs in rows for d in docs})
-            for kind, _gid, docs in rows:
-                members = [doc_chunk[d] for d in docs if d in doc_chunk]
-                if len(members) < 2:
-                    continue
-                (groups.add_temporal if kind == "temporal" else groups.add_multiview)(np.array(members, dtype=np.int64))
-                for a in members:
-                    for b in members:
-                        if a != b:
-                            kinds.setdefault((a, b), kind)
-            self._caches["groups"] = (groups, kinds)
-        return self._caches["groups"]
-
-    def group_partners(self) -> dict[int, frozenset[int]]:
-        """{document chunk id: the document chunks sharing a temporal or multiview group with it} (cached)."""
-        if "partners" not in self._caches:
-            partners: dict[int, set[int]] = {}
-            for a, b in self.compound_groups()[1]:
-                partners.setdefault(a, set()).add(b)
-            self._caches["partners"] = {d: frozenset(p) for d, p in partners.items()}
-        return self._caches["partners"]
-
-    def memo(self, key: str, build: Callable[[], T]) -> T:
-        """`build()`'s value, computed once per commit and kept until the next (for derived
-        views of the stored contents that readers such as kira.pipeline.change need)."""
-        key = f"memo:{key}"
+    def view(self, spec: DerivedView[T]) -> T:
+        """The value of a derived view for the current commit: built on first use and kept until the
+        invalidation its `DerivedView` declares (every view here is dropped by `commit`, `rollback`
+        and a `refresh` that finds new commits; a "kept" view's own state survives them and is
+        updated with what changed, `kept_view`)."""
+        key = f"view:{spec.name}"
         if key not in self._caches:
-            self._caches[key] = build()
+            self._caches[key] = spec.build(self)
         return self._caches[key]
 
-    def compound_of(self) -> dict[str, str]:
-        """{doc_id: its compound document's key} for every document in a temporal or multiview group (cached).
+    def compounds(self) -> CompoundIndex:
+        """The compound groups of this commit, in one representation (`kira.knowledge_base.compound`)."""
+        return self.view(COMPOUNDS)
+
+    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
+        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
+        c = self.compounds()
+        return c.core, dict(c.kinds)
+
+    def group_partners(self) -> Mapping[int, frozenset[int]]:
+        """{document chunk id: the document chunks sharing a temporal or multiview group with it}."""
+        return self.compounds().partners
+
+    def compound_of(self) -> Mapping[str, str]:
+        """{doc_id: its compound document's key} for every document in a temporal or multiview group.
 
         Groups that share a document are one compound document (a subject's follow-ups and
         views); its key is the smallest member doc id. Documents in no group are absent.
         """
-        def build() -> dict[str, str]:
-            parent: dict[str, str] = {}
+        return self.compounds().compound_of
 
-            def root(d: str) -> str:
-                while parent[d] != d:
-                    parent[d] = parent[parent[d]]
-                    d = parent[d]
-                return d
+    def view_set_of(self) -> Mapping[str, str]:
+        """{doc_id: its multiview group's id} for every document in a multiview group of 2+.
 
-            for _kind, _gid, docs in self.store.groups():
-                for d in docs if len(docs) >= 2 else ():
-                    parent.setdefault(d, d)
-                for d in docs[1:]:
-                    a, b = root(docs[0]), root(d)
-                    if a != b:
-                        parent[max(a, b)] = min(a, b)
-            return {d: root(d) for d in parent}
-
-        return self.memo("compound_of", build)
-
-    def view_set_of(self) -> dict[str, str]:
-        """{doc_id: its multiview group's id} for every document in a multiview group of 2+ (cached).
-
-        A multiview group is one subject seen several ways at once (a PA and a lateral film,
-        faces of one part); unlike `compound_of` it leaves out the subject's other times.
+        A multiview group is one subject seen several ways at once (a front and a side view);
+        unlike `compound_of` it leaves out the subject's other times.
         """
-        def build() -> dict[str, str]:
-            return {d: gid for kind, gid, docs in self.store.groups() if kind == "multiview" and len(docs) >= 2
-                    for d in docs}
+        return self.compounds().view_set_of
 
-        return self.memo("view_set_of", build)
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """`build()`'s value, computed once per commit and kept until the next: for a caller's own views of
+        the stored contents (kira's own are typed `DerivedView`s)."""
+        key = f"memo:{key}"
+        if key not in self._caches:
+            self._caches[key] = build()
+        return self._caches[key]
 
     def lexical(self) -> Any:
         """The `kira.knowledge_base.lexical.LexicalIndex` over document and passage chunks (cached per commit).
@@ -151,9 +126,7 @@ class DerivedViews:
         Each document chunk is indexed with its description, its doc id and its metadata
         values; each passage chunk with its text.
         """
-        if "lexical" not in self._caches:
-            self._caches["lexical"] = self._lexical_index()
-        return self._caches["lexical"]
+        return self.view(LEXICAL)
 
     def _lexical_texts(self, after: int, upto: int) -> tuple[list[int], list[str]]:
         """(ids, indexed texts) of the document and passage chunks with after < id <= upto, by id."""
@@ -177,9 +150,9 @@ class DerivedViews:
         """Pick up new commits (`refresh`), then build the derived views a query reads, so the
         first query after a commit does not pay for them.
 
-        They are cached per commit and dropped by `commit`, `rollback` and a `refresh` that
-        finds new commits: the lexical index, the chunk -> document map, the compound groups
-        and their partners, compound documents and multiview sets, and with a model stack
+        They are the `DERIVED_VIEWS` (each declares its build and invalidation): the lexical
+        index, the chunk -> document map and the document groups of a capped search, and the
+        compound groups in their one representation; and with a model stack
         that has no text tower in image space the text->image bridge (at 100k chunks they cost
         the first query some 70-85 ms; see benchmarks/latency_ask.py --first). A writer calls
         this after `commit()`; a reader calls it now and then (each `ask` refreshes too,
@@ -191,11 +164,7 @@ class DerivedViews:
         if self.store is None:
             raise ValueError(f"{self.path} is closed; open it again with KnowledgeBase.open before warming it")
         self.refresh()
-        steps: dict[str, Callable[[], Any]] = {
-            "lexical": self.lexical, "document_groups": self.document_groups,
-            "compound_groups": self.compound_groups, "group_partners": self.group_partners,
-            "compound_of": self.compound_of, "view_set_of": self.view_set_of,
-        }
+        steps: dict[str, Callable[[], Any]] = {spec.name: (lambda spec=spec: self.view(spec)) for spec in DERIVED_VIEWS}
         if self.vectors is not None and getattr(self.models, "image_text", None) is None:
             steps["bridge"] = self.bridge  # how a text question reaches the visual index (`bridge`)
         seconds: dict[str, float] = {}
@@ -206,8 +175,8 @@ class DerivedViews:
         return seconds
 
     def _document_chunk_map(self) -> tuple[np.ndarray, np.ndarray]:
-        """(chunk ids ascending, their document chunk ids), cached per commit and kept across
-        commits (`kept_view`)."""
+        """(chunk ids ascending, their document chunk ids), kept across commits (`kept_view`); read it
+        through the per-commit view `DOC_CHUNK_MAP`."""
         def rows(after: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
             found = self.store.document_chunk_rows(after, upto)
             return np.array([r[0] for r in found], dtype=np.int64), np.array([r[1] for r in found], dtype=np.int64)
@@ -217,8 +186,7 @@ class DerivedViews:
             keep = ~np.isin(previous[0], gone)
             return np.concatenate([previous[0][keep], new[0]]), np.concatenate([previous[1][keep], new[1]])
 
-        return self.memo("doc_chunk_map", lambda: self.kept_view("doc_chunk_map", read=rows, build=lambda r: r,
-                                                                  update=update))
+        return self.kept_view("doc_chunk_map", read=rows, build=lambda r: r, update=update)
 
     def document_groups(self) -> Any:
         """A `kira._core.GroupMap` from chunk id to its document chunk id (cached per commit).
@@ -226,11 +194,11 @@ class DerivedViews:
         Pass it to an index search as `groups=` with `per_group=n` to get at most n chunks
         of any one document back.
         """
-        return self.memo("document_groups", lambda: _core.GroupMap(*self._document_chunk_map()))
+        return self.view(DOCUMENT_GROUPS)
 
     def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The document-level chunk id of each chunk id (-1 for unknown ids); an in-memory map cached per commit."""
-        keys, values = self._document_chunk_map()
+        keys, values = self.view(DOC_CHUNK_MAP)
         ids = np.asarray(chunk_ids, dtype=np.int64)
         if not len(keys):
             return np.full(len(ids), -1, dtype=np.int64)
@@ -246,3 +214,30 @@ class DerivedViews:
 
         with Image.open(io.BytesIO(png)) as im:
             return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class DerivedView(Generic[T]):
+    """A view of the stored contents that queries read: how it is built, and when it is invalid.
+
+    name: its key (and its `warm` entry); build(kb): the value for the current commit;
+    kept: its state survives commits and is updated with what changed (`DerivedViews.kept_view`)
+    instead of being rebuilt (the per-commit value is still dropped by every commit).
+    """
+
+    name: str
+    build: Callable[[Any], T]
+    kept: bool = False
+
+
+LEXICAL = DerivedView("lexical", lambda kb: kb._lexical_index(), kept=True)
+DOC_CHUNK_MAP = DerivedView("doc_chunk_map", lambda kb: kb._document_chunk_map(), kept=True)
+DOCUMENT_GROUPS = DerivedView("document_groups", lambda kb: _core.GroupMap(*kb.view(DOC_CHUNK_MAP)))
+def _build_compounds(kb: Any) -> CompoundIndex:
+    groups = kb.store.groups()
+    return CompoundIndex.build(groups, kb.store.document_chunk_ids({d for _, _, docs in groups for d in docs}))
+
+
+COMPOUNDS = DerivedView("compounds", _build_compounds)
+DERIVED_VIEWS: tuple[DerivedView[Any], ...] = (LEXICAL, DOC_CHUNK_MAP, DOCUMENT_GROUPS, COMPOUNDS)
+"""Every derived view `warm` builds; a new one is added here, not listed by hand elsewhere."""
