@@ -225,7 +225,7 @@ def main() -> None:
     print(f"{len(ims)} real images: {', '.join(ims)}\n")
     print("| figure | old default (pixel) | new default (MobileNetV2) |\n|---|---|---|")
     print(f"| augmented copies at rank 1 (20 x 5) | {rank1(old, ims):.2f} | {rank1(new, ims):.2f} |")
-    (o3, of), (n3, nf) = text_top3(old, ims), text_top3(new, ims)
+    (o3, _), (n3, nf) = text_top3(old, ims), text_top3(new, ims)
     print(f"| text question, image in top 3 ({len(QUESTIONS)} questions) | {o3:.2f} | {n3:.2f} ({', '.join(nf)}) |")
     rng = np.random.default_rng(1)
     pool = []

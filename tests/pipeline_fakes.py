@@ -144,3 +144,26 @@ def document_items(kb, *doc_ids):
 
     chunks = kb.store.document_chunk_ids(doc_ids)
     return build_items(kb, [chunks[d] for d in doc_ids], [1.0] * len(doc_ids), {}, {}, thumbnails=False)
+
+
+def photo(n: int) -> np.ndarray:
+    """A small crop of a real photograph (skimage.data), different for each n."""
+    from skimage import data
+
+    source = (data.astronaut, data.chelsea, data.coffee, data.rocket)[n % 4]()
+    y, x = 40 * (n // 4), 50 * (n // 4)
+    return np.ascontiguousarray(source[y : y + 48, x : x + 64])
+
+
+def photo_kb(tmp_path, *, checkpoint: bool = False):
+    """The path of a closed three-photo knowledge base (astronaut, cat, coffee) on the fake stack."""
+    from kira.knowledge_base import KnowledgeBase
+
+    path = tmp_path / "kb"
+    with KnowledgeBase.create(path, models=FakeStack()) as kb:
+        for n, name in enumerate(("astronaut", "cat", "coffee")):
+            kb.add_image(photo(n), doc_id=name, caption=f"a photo of {name}")
+        if checkpoint:
+            kb.commit(checkpoint=True)
+    return path
+

@@ -7,27 +7,15 @@ import sqlite3
 
 import numpy as np
 import pytest
-from pipeline_fakes import FakeStack
+from pipeline_fakes import photo_kb
 
 from kira.cli import main
-from kira.knowledge_base import KnowledgeBase
 from kira.knowledge_base.check import check
-
-
-def _photo(n: int) -> np.ndarray:
-    from skimage import data
-
-    source = (data.astronaut, data.chelsea, data.coffee)[n % 3]()
-    return np.ascontiguousarray(source[:48, :64])
 
 
 @pytest.fixture()
 def kb_path(tmp_path):
-    path = tmp_path / "kb"
-    with KnowledgeBase.create(path, models=FakeStack()) as kb:
-        for n, name in enumerate(("astronaut", "cat", "coffee")):
-            kb.add_image(_photo(n), doc_id=name, caption=f"a photo of {name}")
-    return path
+    return photo_kb(tmp_path)
 
 
 def _tamper(kb_path, doc: str) -> int:

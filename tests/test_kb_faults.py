@@ -11,37 +11,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pipeline_fakes import FakeStack
+from pipeline_fakes import FakeStack, photo, photo_kb
 
 from kira import _core
 from kira.knowledge_base import KnowledgeBase
-
-
-def _photo(n: int) -> np.ndarray:
-    """A small crop of a real photograph (skimage.data), different for each n."""
-    from skimage import data
-
-    source = (data.astronaut, data.chelsea, data.coffee, data.rocket)[n % 4]()
-    y, x = 40 * (n // 4), 50 * (n // 4)
-    return np.ascontiguousarray(source[y : y + 48, x : x + 64])
 
 
 def _save(path: Path, n: int) -> Path:
     from PIL import Image
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(_photo(n)).save(path)
+    Image.fromarray(photo(n)).save(path)
     return path
 
 
 @pytest.fixture()
 def kb_path(tmp_path):
-    path = tmp_path / "kb"
-    with KnowledgeBase.create(path, models=FakeStack()) as kb:
-        for n, name in enumerate(("astronaut", "cat", "coffee")):
-            kb.add_image(_photo(n), doc_id=name, caption=f"a photo of {name}")
-        kb.commit(checkpoint=True)
-    return path
+    return photo_kb(tmp_path, checkpoint=True)
 
 
 # 1 -------------------------------------------------------------------------------------
@@ -80,7 +66,7 @@ def test_a_huge_caption_is_stored_whole_but_encoded_bounded(tmp_path):
 
     caption = "sunlit harbour " * 70_000  # ~1 MB
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(text=Spy())) as kb:
-        kb.add_image(_photo(0), doc_id="big", caption=caption)
+        kb.add_image(photo(0), doc_id="big", caption=caption)
         kb.commit()
         assert kb.documents(["big"])["big"].caption == caption
         assert seen and max(seen) <= MAX_ENCODED_CHARS
@@ -107,7 +93,7 @@ def test_a_file_name_that_is_not_utf8_is_skipped_with_a_reason(tmp_path):
 def test_a_knowledge_base_whose_path_is_not_utf8_saves_and_reopens(tmp_path):
     path = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"kb-\xff")))
     with KnowledgeBase.create(path, models=FakeStack()) as kb:
-        kb.add_image(_photo(1), doc_id="cat")
+        kb.add_image(photo(1), doc_id="cat")
         kb.commit(checkpoint=True)
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
         assert kb.repair.clean and len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual"))
@@ -115,11 +101,11 @@ def test_a_knowledge_base_whose_path_is_not_utf8_saves_and_reopens(tmp_path):
 
 def test_caption_text_that_is_not_valid_unicode_is_cleaned_and_bytes_refused(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
-        kb.add_image(_photo(2), doc_id="coffee", caption="caf\udce9 au lait", tags=["dr\udcffnk"])
+        kb.add_image(photo(2), doc_id="coffee", caption="caf\udce9 au lait", tags=["dr\udcffnk"])
         row = kb.documents(["coffee"])["coffee"]
         assert row.caption == "caf\ufffd au lait" and row.tags == ("dr\ufffdnk",)
         with pytest.raises(TypeError, match="decode it first"):
-            kb.add_image(_photo(3), doc_id="rocket", caption=b"bytes")
+            kb.add_image(photo(3), doc_id="rocket", caption=b"bytes")
 
 
 # 4 -------------------------------------------------------------------------------------
@@ -231,7 +217,7 @@ def test_an_older_index_file_with_the_same_row_count_is_not_taken_as_current(kb_
         shutil.copy(kb_path / f"{space}.index", old)
     with KnowledgeBase.open(kb_path, models=FakeStack()) as kb:
         kb.remove("coffee")
-        kb.add_image(_photo(2), doc_id="coffee again")  # same picture: the same number of chunks
+        kb.add_image(photo(2), doc_id="coffee again")  # same picture: the same number of chunks
         kb.commit(checkpoint=True)
         sizes = {s: len(kb.index(s)) for s in ("visual", "text")}
     for space in ("visual", "text"):
@@ -276,7 +262,7 @@ def test_core_file_and_size_errors_are_value_errors(tmp_path):
 def test_tags_given_as_one_string_are_refused(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
         with pytest.raises(TypeError, match=r"wrap it: tags=\['xray'\]"):
-            kb.add_image(_photo(0), doc_id="a", tags="xray")
+            kb.add_image(photo(0), doc_id="a", tags="xray")
         with pytest.raises(TypeError, match="passages=\\[text\\]"):
             kb.add_document("b", passages="one long passage")
         assert len(kb) == 0

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kira.reasoning.text_tokens import content_tokens, stem, words
+from kira.reasoning.text_tokens import content_tokens, stem
 
 PAIRS = [
     ("lesion", "lesions"), ("effusion", "effusions"), ("region", "regions"), ("mass", "masses"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from report_profile import REPORT_PROFILE
 
-from kira.reasoning.sentences import vocabulary
 
 import pytest
 

