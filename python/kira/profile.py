@@ -10,7 +10,7 @@ File schema (every key optional; TOML shown, JSON takes the same keys)::
 
     name = "radiology"                       # a label for cards and logs
     concepts = ["hairline crack", ...]      # concept bank for query expansion
-    captioner_prompt = "A weld inspection photo showing"  # lead-in for descriptions
+    captioner_prompt = "A weld inspection photo showing"  # lead-in when a query image is described
     section_heads = ["findings", "impression"]  # "Findings: ..." heads cut from sentences
     bookkeeping_patterns = ["^reported by\\b"]  # regexes (case-insensitive) marking a
                                              # sentence as bookkeeping, not content
@@ -56,7 +56,7 @@ class DomainProfile:
 
     name: str = ""  # a label for cards and logs; "" for the default
     concepts: tuple[str, ...] = ()  # concept bank for query expansion (KIRA stage 2)
-    captioner_prompt: str = ""  # domain prompt for generated descriptions (BLIP-2 style lead-in)
+    captioner_prompt: str = ""  # BLIP-2 style lead-in when the captioner describes a query image (not at ingest)
     section_heads: tuple[str, ...] = ()  # report heads cut off a sentence ("findings", "impression")
     bookkeeping_patterns: tuple[str, ...] = ()  # regexes: a matching sentence is bookkeeping, not content
     identifier_pattern: str = ""  # regex for one token naming a record; mostly-identifier sentences are bookkeeping

@@ -160,11 +160,6 @@ def shape_of(stems: frozenset[str]) -> frozenset[str]:
     return frozenset("#" if has_value(s) else s for s in stems)
 
 
-def statement_shape(sentence: str) -> frozenset[str]:
-    """What a sentence states, as statements are matched: its content stems, values as one placeholder."""
-    return shape_of(stems_of(sentence))
-
-
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     """Stem Jaccard of two shapes on their words: the value placeholder counts only when neither has a word."""
     wa, wb = a - {"#"}, b - {"#"}
