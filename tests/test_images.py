@@ -125,3 +125,22 @@ def test_dicom_errors_name_the_problem(tmp_path):
     path, _ = _dicom("MR_small.dcm")
     with pytest.raises(ImageError, match="over the limit"):
         load_image(path, max_pixels=100)
+
+
+def test_a_raised_max_pixels_overrides_pillows_own_bomb_limit(tmp_path, monkeypatch):
+    from skimage import data
+
+    photo = data.astronaut()  # read before the limit is lowered: skimage decodes with Pillow too
+    path = tmp_path / "astronaut.png"
+    Image.fromarray(photo).save(path)  # 512 x 512 = 262,144 pixels
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100_000)  # Pillow alone refuses > 200,000 and warns > 100,000
+    with pytest.raises(Image.DecompressionBombError), Image.open(path):
+        pass
+    pixels = load_image(path, max_pixels=300_000)  # kira's limit, raised by the caller, is the one that applies
+    np.testing.assert_array_equal(pixels, photo)
+    assert Image.MAX_IMAGE_PIXELS == 100_000  # restored after the decode
+    with pytest.raises(ImageError, match="over the limit"):
+        load_image(path, max_pixels=200_000)  # still refused by kira's own check when over its limit
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", None)  # an application's own "no limit" is left alone
+    assert load_image(path, max_pixels=300_000).shape == (512, 512, 3)
+    assert Image.MAX_IMAGE_PIXELS is None

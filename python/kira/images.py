@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Union
 
@@ -80,7 +82,7 @@ def _load_path(path: Path, max_pixels: int) -> np.ndarray:
 
         return _from_array(load_dicom(path, max_pixels=max_pixels), max_pixels)
     try:
-        with Image.open(path) as im:
+        with _pillow_allows(max_pixels), Image.open(path) as im:
             w, h = im.size  # header only: nothing decoded yet
             _check_size(w, h, max_pixels, str(path))
             if im.mode in ("RGB", "RGBA", "P", "L", "CMYK", "YCbCr", "1", "LA", "PA"):
@@ -92,6 +94,33 @@ def _load_path(path: Path, max_pixels: int) -> np.ndarray:
         raise ImageError(f"cannot read image {path}: {exc}") from exc
     except Image.DecompressionBombError as exc:  # pragma: no cover - caught by _check_size first
         raise ImageError(f"refused {path}: {exc}") from exc
+
+
+_PILLOW_LIMIT = threading.Lock()
+
+
+@contextmanager
+def _pillow_allows(max_pixels: int) -> Any:
+    """Let Pillow open images up to `max_pixels` when the caller raised kira's limit above Pillow's own.
+
+    Pillow refuses images over twice its process-wide `Image.MAX_IMAGE_PIXELS` (~179M pixels) and
+    warns above it, before kira reads the header. kira checks every header against `max_pixels`
+    itself, right after Pillow parses it and before any pixel is decoded, so when a caller asks
+    for more than Pillow's limit, Pillow's check is lifted for this one open and restored after;
+    such opens are serialised by a lock (they are rare and huge). An application's own None is kept.
+    """
+    from PIL import Image
+
+    if Image.MAX_IMAGE_PIXELS is None or max_pixels <= Image.MAX_IMAGE_PIXELS:
+        yield
+        return
+    with _PILLOW_LIMIT:
+        saved = Image.MAX_IMAGE_PIXELS
+        Image.MAX_IMAGE_PIXELS = None
+        try:
+            yield
+        finally:
+            Image.MAX_IMAGE_PIXELS = saved
 
 
 def _is_dicom(path: Path) -> bool:
