@@ -142,6 +142,22 @@ class MilvusIndex:
                 out_ids[row, j], out_scores[row, j] = cid, score
         return out_ids, out_scores
 
+    def ids(self) -> np.ndarray:
+        """Every chunk id with a vector in this space, ascending (a query iterator: any number of rows)."""
+        col = self.collection
+        it = col.client.query_iterator(col.name, batch_size=4096, filter=filter_expression(space=self.space),
+                                       output_fields=["id"])
+        found: list[int] = []
+        try:
+            while True:
+                rows = it.next()
+                if not rows:
+                    break
+                found += [int(r["id"]) for r in rows]
+        finally:
+            it.close()
+        return np.array(sorted(found), dtype=np.int64)
+
     def contains(self, id: int) -> bool:
         rows = self.collection.client.get(self.collection.name, ids=[int(id)], output_fields=[f"has_{self.space}"])
         return bool(rows) and bool(rows[0][f"has_{self.space}"])
