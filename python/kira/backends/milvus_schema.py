@@ -175,6 +175,24 @@ def schema_mismatches(described: dict, config: MilvusConfig) -> list[str]:
     return problems
 
 
+class _LiteTimestampNoise(logging.Filter):
+    """Drops the two log records a query iterator causes on Milvus Lite 3.2, which has no AllocTimestamp
+    call: the in-process server's "Method not implemented" traceback and pymilvus's "failed to get
+    mvccTs" warning (the iterator then uses a client-side timestamp, which is right for Lite)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not ("Method not implemented" in text or "failed to get mvccTs" in text
+                    or (record.exc_info is not None and "AllocTimestamp" in str(record.exc_info[1])))
+
+
+def _quiet_lite_timestamps() -> None:
+    for name in ("grpc._server", "pymilvus.client.iterator.query_iterator"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _LiteTimestampNoise) for f in logger.filters):
+            logger.addFilter(_LiteTimestampNoise())
+
+
 def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
     """A pymilvus MilvusClient for `uri` (a ".db" path runs Milvus Lite in this process).
 
@@ -188,6 +206,7 @@ def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
         except ImportError as exc:
             raise ImportError(f'uri {uri!r} is a Milvus Lite file, which needs milvus-lite: '
                               'pip install "kira[milvus]"') from exc
+        _quiet_lite_timestamps()
     try:
         return pm.MilvusClient(uri=uri, token=token, timeout=timeout)
     except pm.MilvusException as exc:

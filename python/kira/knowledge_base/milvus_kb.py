@@ -55,7 +55,7 @@ def target(path_or_name: str | os.PathLike, uri: str | None) -> tuple[str, str, 
 
 def is_milvus_directory(path: str | os.PathLike) -> bool:
     """Whether `path` is a local directory holding a Milvus Lite knowledge base."""
-    return (Path(path) / LITE_FILE).is_file() and not (Path(path) / "kira.sqlite").exists()
+    return (Path(path) / LITE_FILE).exists() and not (Path(path) / "kira.sqlite").exists()
 
 
 class MilvusKnowledgeBase(MilvusViews, Writing):
@@ -140,7 +140,7 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         from kira.backends.milvus_schema import connect
 
         uri, name, local = target(path_or_name, uri)
-        if local is not None and not (local / LITE_FILE).is_file():
+        if local is not None and not (local / LITE_FILE).exists():
             raise ValueError(f"{local} is not a Milvus-backed kira knowledge base (no {LITE_FILE}); create one with "
                              "KnowledgeBase.create(..., backend='milvus')")
         client = connect(uri, token)
