@@ -81,6 +81,13 @@ def actor_pool_size(resources: Mapping[str, float], *, cpus_per_actor: float = 1
 _SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"})
 
 
+def walk_order(relative: str) -> list[tuple[int, str]]:
+    """Sort key of a relative path in the local ingest's order (`os.walk`, sorted: a folder's files, then its
+    sub-folders'), so job ordinals, and so chunk ids, follow the order a local ingest adds the files in."""
+    parts = relative.split("/")
+    return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
+
+
 def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
     """(path, doc id) of every image under `source`, sorted by the path relative to it: a local folder or
     file, or a pyarrow filesystem uri. Doc ids are the local ingest's (the relative path without its suffix,
@@ -110,7 +117,7 @@ def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
         paths = [f"{scheme}://{p}" for p in files]
     from kira.knowledge_base.ingest import relative_doc_ids
 
-    order = sorted(range(len(rel)), key=lambda n: rel[n])  # one order for every filesystem: job ordinals follow it
+    order = sorted(range(len(rel)), key=lambda n: walk_order(rel[n]))  # one order for every filesystem
     paths, rel = [paths[n] for n in order], [rel[n] for n in order]
     return list(zip(paths, relative_doc_ids(rel)))
 

@@ -131,6 +131,22 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         return kb
 
     @classmethod
+    def exists(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
+        """Whether a knowledge base of this name is at `uri` (or, without one, in the directory). Raises what
+        connecting raises (ConnectionError naming the uri, ImportError naming ``kira[milvus]``)."""
+        from kira.backends.milvus_kb_store import KbRecords
+        from kira.backends.milvus_schema import connect
+
+        uri, name, local = target(path_or_name, uri)
+        if local is not None:
+            return is_milvus_directory(local)
+        client = connect(uri, token)
+        try:
+            return KbRecords(client, name).exists()
+        finally:
+            client.close()
+
+    @classmethod
     def open(cls, path_or_name: str | os.PathLike, models: Any = None, *, uri: str | None = None, token: str = "",
              read_only: bool = False) -> MilvusKnowledgeBase:
         """Open a knowledge base on Milvus. Everything is checked before anything is written: ValueError
@@ -357,6 +373,8 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         for name in (self.name, f"{self.name}__meta", self._records.name):
             if self._client.has_collection(name):
                 self._client.drop_collection(name)
+        self._client.close()  # closed: nothing is left to commit to
+        self._records, self._collection, self._indexes = None, None, {}
 
     def __enter__(self) -> MilvusKnowledgeBase:
         return self
