@@ -206,7 +206,7 @@ def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
         except ImportError as exc:
             raise ImportError(f'uri {uri!r} is a Milvus Lite file, which needs milvus-lite: '
                               'pip install "kira[milvus]"') from exc
-        _quiet_lite_timestamps()
+    _quiet_lite_timestamps()  # Milvus Lite's server (in-process or on a port) has no AllocTimestamp
     try:
         return pm.MilvusClient(uri=uri, token=token, timeout=timeout)
     except pm.MilvusException as exc:
