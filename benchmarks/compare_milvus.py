@@ -9,11 +9,14 @@ Runs in one process on the same seeded data and prints markdown tables:
 - ingest images/s over the same real images (scikit-image + scikit-learn digits): the
   local batch path (`encode_images` + upserts, one process) against `ingest_ray` with 1
   and 2 actors (``ray.init(num_cpus=2)``; 2 actors reserve 0.75 CPU each so that Ray Data
-  keeps some free).
+  keeps some free);
+- with ``--ask``: `Kira.ask` p50 per variant on an embedded and a Milvus Lite knowledge base
+  built from the same images, and whether both give the same evidence.
 
 Usage (needs ``kira[milvus,ray]``):
     nice python benchmarks/compare_milvus.py                  # 20k x 384, 60 images
     nice python benchmarks/compare_milvus.py --n 5000 --images 30 --skip-ray   # a quick look
+    nice python benchmarks/compare_milvus.py --skip-query --skip-ingest --ask  # Kira.ask on both KB backends
 """
 
 from __future__ import annotations
@@ -173,6 +176,60 @@ def ingest_table(n_images: int, workdir: Path, skip_ray: bool) -> None:
               f"{rows[0][2] / seconds:.2f} |")
 
 
+QUESTIONS = ("a cup of coffee", "a rocket", "a cat", "handwritten digit", "the surface of the moon")
+
+
+def ask_table(n_images: int, workdir: Path, repeats: int) -> None:
+    """`Kira.ask` latency on an embedded and a Milvus Lite knowledge base of the same images (the same answers
+    counted), and `KnowledgeBase.ingest` images/s into each."""
+    import inspect
+    import statistics
+
+    import kira.pipeline.hops
+    from kira.knowledge_base import KnowledgeBase
+    from kira.models import load_default
+    from kira.pipeline import VARIANTS, Kira
+
+    folder = workdir / "ask-images"
+    write_images(folder, n_images)
+    stack = load_default(prefer_cuda=False, threads=1)
+    hops_anywhere = "kira.backends.hops" in inspect.getsource(kira.pipeline.hops)
+    variants = [v for v in VARIANTS if hops_anywhere or VARIANTS.index(v) < VARIANTS.index("multi_hop")]
+    kbs, ingest_s = {}, {}
+    for backend in ("embedded", "milvus"):
+        t = time.perf_counter()
+        kbs[backend] = KnowledgeBase.create(workdir / f"ask-{backend}", models=stack, backend=backend)
+        kbs[backend].ingest(folder, batch_size=16)
+        ingest_s[backend] = time.perf_counter() - t
+    answers: dict[tuple[str, str, str], list] = {}
+    rows = []
+    for variant in variants:
+        times: dict[str, list[float]] = {"embedded": [], "milvus": []}
+        for _ in range(repeats):
+            for question in QUESTIONS:
+                for backend, kb in kbs.items():
+                    kira = Kira(kb, models=stack)
+                    t = time.perf_counter()
+                    result = kira.ask(question, variant=variant)
+                    times[backend].append(time.perf_counter() - t)
+                    answers[(variant, question, backend)] = [(i.doc_id, i.level, round(float(i.score), 5))
+                                                             for i in result.evidence.items]
+        same = sum(answers[(variant, q, "embedded")] == answers[(variant, q, "milvus")] for q in QUESTIONS)
+        e, m = (1000 * statistics.median(times[b]) for b in ("embedded", "milvus"))
+        rows.append((variant, e, m, same))
+    for kb in kbs.values():
+        kb.close()
+    print(f"\n### Kira.ask on the same {n_images} images, embedded vs Milvus Lite knowledge base (default stack)\n")
+    print(f"`KnowledgeBase.ingest`: embedded {n_images / ingest_s['embedded']:.2f} images/s, Milvus Lite "
+          f"{n_images / ingest_s['milvus']:.2f} images/s (creation and model loading included).\n")
+    if not hops_anywhere:
+        print("Variants that hop are left out: kira.pipeline.hops does not dispatch to kira.backends.hops yet.\n")
+    print(f"| variant | embedded p50 ms | Milvus Lite p50 ms | Milvus / embedded | same answers (of {len(QUESTIONS)}) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for variant, e, m, same in rows:
+        print(f"| {variant} | {e:.1f} | {m:.1f} | {m / e:.1f} | {same} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000, help="vectors in the query comparison")
@@ -181,6 +238,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=60)
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--skip-query", action="store_true")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--ask", action="store_true", help="also Kira.ask latency, embedded vs Milvus Lite KB")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the ask questions per variant")
     args = parser.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"core kernels: {_core.simd_level()}")
@@ -188,7 +248,10 @@ def main() -> None:
     try:
         if not args.skip_query:
             query_table(args.n, args.dim, args.queries, workdir)
-        ingest_table(args.images, workdir, args.skip_ray)
+        if not args.skip_ingest:
+            ingest_table(args.images, workdir, args.skip_ray)
+        if args.ask:
+            ask_table(args.images, workdir, args.repeats)
     finally:
         from milvus_lite import server_manager_instance
 
