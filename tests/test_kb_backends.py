@@ -140,8 +140,19 @@ def test_text_and_image_together_answer_alike(kbs, stack, photos):
     assert both["milvus"] == both["embedded"] and both["embedded"]["items"][0][0] == "moon"
 
 
-def test_a_question_restricted_to_levels_answers_alike(kbs, stack):
+def test_a_question_restricted_to_levels_answers_alike(kbs, stack, monkeypatch):
+    client = kbs["milvus"]._collection.client
+    filters = []
+    real_search = client.search
+
+    def spy(*args, **kwargs):
+        filters.append(kwargs.get("filter", ""))
+        return real_search(*args, **kwargs)
+
+    monkeypatch.setattr(client, "search", spy)
     parts = _ask_both(kbs, stack, "a cup of coffee", variant="dual_path", levels=["region", "patch"])
+    # the levels reach Milvus as a filter expression, not as a list of chunk ids
+    assert filters and all('level in ["patch", "region"]' in f and "id in" not in f for f in filters), filters
     assert parts["milvus"] == parts["embedded"]
     assert parts["embedded"]["items"] and {i[1] for i in parts["embedded"]["items"]} <= {"region", "patch"}
 

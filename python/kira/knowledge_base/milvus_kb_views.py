@@ -3,7 +3,8 @@
 Each derived view the embedded knowledge base computes from SQLite comes from Milvus here:
 
 * ``index(space)`` -> `kira.backends.milvus_index.MilvusIndex` (searches run in Milvus);
-* ``level_ids`` -> a filter query ``level in [...]``;
+* ``level_ids`` -> a filter query ``level in [...]``; the array it returns, passed back as a
+  search's ``allow``, becomes the filter ``level in [...]`` in Milvus (no id list is sent);
 * ``document_chunk_of`` -> the ``doc_chunk`` field, fetched for the ids asked about;
 * ``document_groups`` -> a marker that makes a `MilvusIndex` search group on ``doc_chunk``
   (Milvus's grouping search);
@@ -50,7 +51,14 @@ class MilvusViews:
     def level_ids(self, levels: Iterable[str]) -> np.ndarray:
         """Sorted int64 ids of chunks at `levels` (a Milvus filter query; cached per commit)."""
         key = ("levels", tuple(sorted(set(levels))))
-        return self._cached(key, lambda: self.store.chunk_ids(levels=key[1]))
+
+        def build() -> np.ndarray:
+            ids = self.store.chunk_ids(levels=key[1])
+            for index in self._indexes.values():
+                index.name_allow(ids, key[1])  # searched with it, the index sends `level in [...]`
+            return ids
+
+        return self._cached(key, build)
 
     def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The document-level chunk id of each chunk id (-1 for unknown ids); fetched from Milvus for the ids
