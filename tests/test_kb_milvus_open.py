@@ -101,7 +101,8 @@ def test_a_batch_written_again_duplicates_nothing_and_passages_are_stored(uri):
         kb.add_image(flat(BLUE), doc_id="blue", caption="blue sky")
         kb.add_document("page", passages=["The Jolly Roger flag is black.", "Pirates sailed the Caribbean."],
                         caption="a page about pirates")
-        kb.commit()
+        generation = kb.commit()
+        assert kb.commit() == generation == kb.store.generation()  # nothing written since: nothing published
         chunks = kb.stats()["chunks"]
         assert chunks["passage"] == 2
         item = {"pixels": flat(GREEN), "doc_id": "green", "caption": "green lawn", "tags": (), "metadata": {}}

@@ -198,6 +198,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
             bar.close()
         if own_ray:
             ray.shutdown()
+    kb.note_external_writes()  # the actors wrote: flush and publish their writes
     kb.commit()
     log.info("ray ingest: %d added, %d skipped with %d actor(s)", len(summary.added), len(summary.skipped), pool)
     return summary

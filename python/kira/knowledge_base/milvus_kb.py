@@ -84,6 +84,8 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         self.levels: tuple[str, ...] = LEVELS
         self.caption_children = False
         self._seen_generation = 0
+        self._changed = False  # written since the last generation bump
+        self._unflushed = False  # written since the last flush
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
@@ -234,6 +236,7 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         profile = as_profile(profile)
         self._records.put({"setting:profile": json.dumps(profile.to_dict())})
         self._profile = profile
+        self._changed = True
 
     @property
     def models(self) -> Any:
@@ -314,6 +317,7 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         first = reserve_ordinals(collection, len(items))  # only once the batch encoded: no ids wasted on errors
         batch = _renumber(batch, first)
         write_items(collection, self._records, batch)
+        self._changed = self._unflushed = True
         self._caches.clear()
         return [item["doc_id"] for item in items]
 
@@ -328,25 +332,38 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         if self._collection is not None:
             delete_documents(self._collection, [doc_id])
         self._records.delete([f"doc:{doc_id}", f"thumb:{doc_id}"])
+        self._changed = self._unflushed = True
         self._caches.clear()
 
+    def note_external_writes(self) -> None:
+        """Say that other clients (a Ray ingest's actors) wrote to this knowledge base: the next `commit`
+        flushes and publishes their writes too."""
+        self._changed = self._unflushed = True
+
     def commit(self, *, checkpoint: bool | None = None) -> int:
-        """Flush the writes sent since the last commit (Milvus seals them into indexed segments) and bump
-        the generation other processes' `refresh` reads; returns it. `checkpoint` is accepted for the
+        """Flush the writes sent since the last flush (Milvus seals them into indexed segments) and, where
+        anything changed since the last commit, bump the generation other processes' `refresh` reads;
+        returns the generation. With nothing written it writes nothing. `checkpoint` is accepted for the
         embedded knowledge base's signature (Milvus keeps its own files)."""
         self._writable()
-        if self._collection is not None:
+        if self._unflushed and self._collection is not None:
             self._collection.flush()
+        self._unflushed = False
+        return self.commit_database()
+
+    def commit_database(self) -> int:
+        """Publish what changed: bump the generation (no flush; `ingest` calls this per batch and `commit`
+        once at the end, as on the embedded backend). Returns the generation."""
+        self._writable()
+        if not self._changed:
+            return self._seen_generation
         generation = self.store.generation() + 1
         self._records.put({"setting:generation": str(generation)})
         self._records.client.flush(self._records.name)
         self._seen_generation = generation
+        self._changed = False
         self._caches.clear()
         return generation
-
-    def commit_database(self) -> int:
-        """As `commit` (there is no separate index checkpoint on this backend)."""
-        return self.commit()
 
     def rollback(self) -> None:
         """Milvus has no transactions: writes already sent stay (logged). Drops the cached views."""
