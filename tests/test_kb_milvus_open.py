@@ -114,6 +114,10 @@ def test_a_batch_written_again_duplicates_nothing_and_passages_are_stored(uri):
         hits = kb.lexical().search("Jolly Roger", 3)
         rows = kb.store.chunks(hits.ids)
         assert rows[int(hits.ids[0])].level == "passage" and rows[int(hits.ids[0])].doc_id == "page"
+        before = kb.stats()["chunks"]
+        with pytest.raises(ValueError, match="over Milvus's 65535"):  # a document record too big for one row
+            kb.add_image(flat(RED), doc_id="huge", metadata={"notes": "x" * 70_000})
+        assert kb.stats()["chunks"] == before and not kb.store.has_document("huge")  # nothing written
         vectors = kb.index("visual").get_vectors(np.array([r.id for r in batch.records[:2]]))
         assert np.allclose(vectors, [r.visual / np.linalg.norm(r.visual) for r in batch.records[:2]], atol=1e-6)
     finally:

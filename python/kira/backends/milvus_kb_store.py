@@ -67,13 +67,18 @@ class KbRecords:
     def load(self) -> None:
         self.client.load_collection(self.name)
 
-    def put(self, items: dict[str, str]) -> None:
-        """Write key -> value rows (replacing). ValueError for a value over `MAX_VALUE` bytes."""
-        rows = []
+    @staticmethod
+    def check(items: dict[str, str]) -> None:
+        """ValueError naming the first value over `MAX_VALUE` bytes (what `put` would refuse)."""
         for key, value in items.items():
             if len(value.encode("utf-8")) > MAX_VALUE:
-                raise ValueError(f"{key}: {len(value.encode('utf-8'))} bytes, over Milvus's {MAX_VALUE}; shorten it")
-            rows.append({"key": key, "value": value, "unused": [1.0, 0.0]})
+                raise ValueError(f"{key}: {len(value.encode('utf-8'))} bytes, over Milvus's {MAX_VALUE}; shorten its "
+                                 "caption, metadata or tags")
+
+    def put(self, items: dict[str, str]) -> None:
+        """Write key -> value rows (replacing). ValueError for a value over `MAX_VALUE` bytes (nothing written)."""
+        self.check(items)
+        rows = [{"key": key, "value": value, "unused": [1.0, 0.0]} for key, value in items.items()]
         if rows:
             self.client.upsert(self.name, rows)
 
@@ -235,7 +240,9 @@ class MilvusStore:
         return bool(self.records.get([f"doc:{doc_id}"]))
 
     def count_documents(self) -> int:
-        return sum(1 for _ in self.records.prefixed("doc:", values=False))
+        """Documents stored (a count of document-level chunks: one query, whatever the size)."""
+        col = self._chunks()
+        return col.count('level == "document"') if col is not None else 0
 
     def count_chunks(self) -> dict[str, int]:
         """Chunks per level."""

@@ -124,6 +124,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
 def write_items(collection: MilvusCollection, records: KbRecords, batch: KbBatch) -> int:
     """Store `batch`: its chunks (replacing any earlier chunks of its documents), then its document
     records. Returns the chunk rows written."""
+    records.check(batch.documents)  # a document record Milvus would refuse fails the batch before any chunk is written
     written = replace_documents(collection, batch.records)
     records.put(batch.documents)
     return written

@@ -307,8 +307,9 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         self._writable()
         collection = self._ensure_chunks()
         seen: set[str] = set()
+        stored = self._records.get([f"doc:{item['doc_id']}" for item in items])  # one round trip for the batch
         for item in items:
-            if item["doc_id"] in seen or self.store.has_document(item["doc_id"]):
+            if item["doc_id"] in seen or f"doc:{item['doc_id']}" in stored:
                 raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or "
                                  "pick another id")
             seen.add(item["doc_id"])
