@@ -95,3 +95,65 @@ def test_the_ray_engine_refuses_an_embedded_knowledge_base_with_the_fix(tmp_path
     assert "embedded knowledge base" in done.stderr and "--engine ray" in done.stderr
     done = _kira("ingest", tmp_path / "new", folder, "--engine", "ray", "--backend", "embedded")
     assert done.returncode == 2 and "Milvus-backed" in done.stderr and not (tmp_path / "new").exists()
+
+
+def _tags_of(path) -> list[str]:
+    return ["big"] if "coffee" in str(path) else ["small"]
+
+
+def _metadata_of(path) -> dict:
+    return {"file": str(path).rsplit("/", 1)[-1]}
+
+
+def test_the_ray_actor_writes_with_the_knowledge_bases_path_and_skips_with_reasons(tmp_path):
+    """The actor in this process (no Ray): captions, tags and metadata as the local ingest takes them, images over
+    max_pixels and broken files skipped with the reason, rows equal to `KnowledgeBase.add_image`'s."""
+    from dataclasses import asdict
+
+    from PIL import Image
+    from skimage import data
+
+    from kira.backends.ray_kb_ingest import KbEncodeAndWrite
+    from kira.knowledge_base import KnowledgeBase
+    from kira.models import load_default
+
+    folder = tmp_path / "images"
+    folder.mkdir()
+    Image.fromarray(data.coffee()[::4, ::4]).save(folder / "coffee.png")
+    Image.fromarray(data.camera()[::2, ::2]).save(folder / "camera.png")  # 256 x 256: over max_pixels below
+    (folder / "coffee.txt").write_text("a cup of coffee")
+    (folder / "broken.png").write_bytes(b"not a png")
+    stack = load_default(prefer_cuda=False, threads=1)
+    kb = KnowledgeBase.create(tmp_path / "kb", models=stack, backend="milvus")
+    try:
+        collection = kb._ensure_chunks()
+        actor = KbEncodeAndWrite(asdict(collection.config), {
+            "threads": 1, "chunking": asdict(kb.config.chunking), "levels": list(kb.levels),
+            "caption_children": False, "captions": None, "root": str(folder), "image_encoder": None,
+            "tags": _tags_of, "metadata": _metadata_of, "max_pixels": 200 * 200})
+        paths = [str(folder / n) for n in ("broken.png", "camera.png", "coffee.png")]
+        out = actor({"path": np.array(paths, dtype=object), "doc_id": np.array(["broken", "camera", "coffee"], dtype=object),
+                     "ordinal": np.array([0, 1, 2])})
+        assert out["status"].tolist() == ["skipped", "skipped", "added"]
+        assert "pixels" in out["reason"][1] and out["reason"][0] and out["chunks"][2] > 1
+        actor.client.close()
+        kb.note_external_writes()
+        kb.commit()
+        doc = kb.documents(["coffee"])["coffee"]
+        assert doc.caption == "a cup of coffee" and doc.tags == ("big",) and doc.metadata == {"file": "coffee.png"}
+        twin = KnowledgeBase.create(tmp_path / "twin", models=stack, backend="milvus")
+        twin.add_image(np.asarray(Image.open(folder / "coffee.png").convert("RGB")), doc_id="coffee",
+                       caption="a cup of coffee", tags=["big"], metadata={"file": "coffee.png"})
+        twin.commit()
+        ids = kb.store.chunk_ids()
+        shift = ids - twin.store.chunk_ids()  # the twin's image took ordinal 0, the actor's ordinal 2
+        assert len(set(shift.tolist())) == 1
+        np.testing.assert_allclose(kb.index("visual").get_vectors(ids),
+                                   twin.index("visual").get_vectors(twin.store.chunk_ids()), atol=1e-5)
+        mine, theirs = kb.store.chunks(ids), twin.store.chunks(twin.store.chunk_ids())
+        assert [mine[i].description for i in ids] == [theirs[i].description for i in twin.store.chunk_ids()]
+        twin.close()
+    finally:
+        kb.close()
+        release_lite(tmp_path / "kb" / "milvus.db")
+        release_lite(tmp_path / "twin" / "milvus.db")

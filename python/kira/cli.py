@@ -119,7 +119,8 @@ def _ingest_into(args: argparse.Namespace, kb: Any, created: bool, path: Path, s
             from kira.backends.ray_kb_ingest import ingest_ray_kb
 
             summary = ingest_ray_kb(kb, sources, address=args.ray_address, actors=args.actors, captions=captions,
-                                    batch_size=args.batch_size, progress=not args.quiet or None)
+                                    batch_size=args.batch_size, follow_links=args.follow_links,
+                                    max_pixels=args.max_pixels, progress=not args.quiet or None)
         else:
             summary = kb.ingest(sources, captions=captions, batch_size=args.batch_size,
                                 progress=not args.quiet or None, follow_links=args.follow_links,

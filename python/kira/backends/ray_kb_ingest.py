@@ -19,7 +19,7 @@ import logging
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -65,6 +65,7 @@ class KbEncodeAndWrite:
         self.chunking = ChunkingConfig(**options["chunking"])
         self.levels, self.caption_children = tuple(options["levels"]), options["caption_children"]
         self.captions, self.root = options["captions"], options["root"]
+        self.tags, self.metadata, self.max_pixels = options["tags"], options["metadata"], options["max_pixels"]
 
     def _write(self, items: list[dict[str, Any]], ordinals: list[int]) -> dict[str, int]:
         from kira.backends.milvus_kb_writes import encode_items, write_items
@@ -76,7 +77,7 @@ class KbEncodeAndWrite:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from kira.images import ImageError
-        from kira.knowledge_base.inputs import clean_text
+        from kira.knowledge_base.inputs import clean_text, tags_arg
 
         status: dict[str, tuple[str, str, int]] = {}
         items, ordinals = [], []
@@ -84,12 +85,14 @@ class KbEncodeAndWrite:
             path, doc_id = str(path), str(doc_id)
             try:
                 caption = _caption(path, self.captions, self.root)
-                pixels = _read_image(path)
+                pixels = _read_image(path, self.max_pixels)
+                tags = tags_arg(self.tags(Path(path) if "://" not in path else path)) if self.tags else ()
+                metadata = dict(self.metadata(Path(path) if "://" not in path else path)) if self.metadata else {}
             except (ImageError, OSError, ValueError) as exc:
                 status[path] = ("skipped", str(exc), 0)
                 continue
             items.append({"pixels": pixels, "doc_id": doc_id, "caption": clean_text(caption, f"the caption of {path}"),
-                          "tags": (), "metadata": {}, "source": path, "sequence": None, "view": None})
+                          "tags": tags, "metadata": metadata, "source": path, "sequence": None, "view": None})
             ordinals.append(int(ordinal))
         try:
             counts = self._write(items, ordinals) if items else {}
@@ -127,14 +130,18 @@ def _init_ray(ray: Any, address: str | None) -> None:
 
 def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = None, actors: int | None = None,
                   cpus_per_actor: float = 1.0, batch_size: int = 16, captions: Mapping[str, str] | None = None,
-                  progress: bool | None = None) -> Any:
+                  tags: Callable[[Any], Iterable[str]] | None = None,
+                  metadata: Callable[[Any], dict[str, Any]] | None = None, follow_links: bool = False,
+                  max_pixels: int | None = None, progress: bool | None = None) -> Any:
     """Add every image under `source` to the Milvus-backed knowledge base `kb` with a Ray Data job (module
     docstring); returns an `IngestSummary` and commits.
 
     address: a Ray cluster address (None: a running local Ray, else ``ray.init(num_cpus=2)``);
     actors / cpus_per_actor: the encode pool (default as many as fit, `actor_pool_size`);
     batch_size: images per actor call and per Milvus write; captions: file name / stem -> caption
-    (default: ``<stem>.txt`` beside each image); progress: a progress bar (default: when
+    (default: ``<stem>.txt`` beside each image); tags, metadata: picklable functions path -> tags /
+    metadata dict (as `KnowledgeBase.ingest` takes; a pyarrow uri is passed as a str);
+    follow_links, max_pixels: as the local ingest; progress: a progress bar (default: when
     kira.knowledge_base.ingest logs at INFO). Raises ValueError for an embedded knowledge base
     (naming the fix), a read-only one, or batch_size < 1; ImportError naming ``kira[ray]``.
     """
@@ -150,7 +157,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     ray = require_ray()
     from kira.backends.milvus_writes import reserve_ordinals
 
-    listed = list_sources(source)
+    listed = list_sources(source, follow_links=follow_links)
     summary = IngestSummary(found=len(listed))
     stored = set(kb._records.get([f"doc:{d}" for _, d in listed]))
     todo = []
@@ -170,7 +177,8 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     root = os.fspath(source) if "://" not in os.fspath(source) and Path(source).is_dir() else None
     options = {"threads": max(1, int(cpus_per_actor)), "chunking": asdict(kb.config.chunking),
                "levels": list(kb.levels), "caption_children": kb.caption_children, "captions": captions,
-               "root": root, "image_encoder": image_encoder_choice(kb.built_with().get("image"))}
+               "root": root, "image_encoder": image_encoder_choice(kb.built_with().get("image")),
+               "tags": tags, "metadata": metadata, "max_pixels": max_pixels}
     own_ray = not ray.is_initialized()
     if own_ray:
         _init_ray(ray, address)
