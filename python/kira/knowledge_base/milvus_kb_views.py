@@ -76,7 +76,11 @@ class MilvusViews:
         groups on ``doc_chunk``)."""
         from kira.backends.milvus_view import DocumentGroups
 
-        return self._cached("document_groups", DocumentGroups)
+        def build() -> Any:
+            count = (lambda: self._collection.count()) if self._collection is not None else (lambda: 0)
+            return DocumentGroups(group_of=self.document_chunk_of, count=count)
+
+        return self._cached("document_groups", build)
 
     def compounds(self) -> Any:
         """The compound groups of this commit (`kira.knowledge_base.compound.CompoundIndex`)."""
