@@ -61,3 +61,17 @@ def milvus_by_default() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(KnowledgeBase, "create", classmethod(on_milvus))
         yield
+
+
+def rebuilt_on_milvus(fixture, *args):
+    """Run an embedded suite's generator fixture (``module.kb``) with `milvus_by_default`, yield what it yields,
+    finish it, then stop the Milvus Lite server it started."""
+    with milvus_by_default():
+        steps = fixture.__wrapped__(*args)
+        kb = next(steps)
+    try:
+        yield kb
+    finally:
+        uri = kb.uri
+        next(steps, None)  # its teardown (closes the knowledge base)
+        release_lite(uri)

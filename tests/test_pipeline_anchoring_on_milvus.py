@@ -1,5 +1,5 @@
 """tests/test_pipeline_anchoring.py's tests that read its knowledge base, unchanged, on a Milvus Lite knowledge base
-(built by its own fixture inside `milvus_fixtures.milvus_by_default`; see tests/test_pipeline_on_milvus.py)."""
+(its own fixture, run by `milvus_fixtures.rebuilt_on_milvus`; see tests/test_pipeline_on_milvus.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
-from milvus_fixtures import milvus_by_default  # noqa: E402
+from milvus_fixtures import rebuilt_on_milvus  # noqa: E402
 
 import kira.pipeline.hops  # noqa: E402
 
@@ -25,8 +25,7 @@ NEEDS_HOPS = frozenset({
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
     """test_pipeline_anchoring's knowledge base, built in Milvus."""
-    with milvus_by_default():
-        yield from source.kb.__wrapped__(tmp_path_factory)
+    yield from rebuilt_on_milvus(source.kb, tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)

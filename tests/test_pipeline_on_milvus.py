@@ -1,10 +1,10 @@
 """The existing pipeline tests, unchanged, on a Milvus-backed knowledge base (Milvus Lite).
 
-The test functions and their module-scoped ``kb`` fixtures are imported from the embedded suites;
-an autouse fixture of this module makes `KnowledgeBase.create` default to ``backend="milvus"``
-while they run, so each fixture builds the same knowledge base in Milvus and each test asks
-what it asks of the embedded one. The variants that hop need `kira.pipeline.hops` to dispatch to
-`kira.backends.hops` (see tests/test_kb_backends.py); until it does, this module is expected to fail.
+test_pipeline_ask's tests that read its ``kb`` fixture are imported as they are; this module's
+``kb`` runs that fixture with `KnowledgeBase.create` defaulting to ``backend="milvus"``
+(`milvus_fixtures.rebuilt_on_milvus`), so it builds the same knowledge base in Milvus and each
+test asks what it asks of the embedded one. The tests that hop need `kira.pipeline.hops` to
+dispatch to `kira.backends.hops` (see tests/test_kb_backends.py); until it does, they are xfail.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
-from milvus_fixtures import milvus_by_default  # noqa: E402
+from milvus_fixtures import rebuilt_on_milvus  # noqa: E402
 
 import kira.pipeline.hops  # noqa: E402
 
@@ -35,15 +35,9 @@ NEEDS_HOPS = frozenset({
 
 
 @pytest.fixture(scope="module")
-def _milvus_by_default():
-    with milvus_by_default():
-        yield
-
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory, _milvus_by_default):
+def kb(tmp_path_factory):
     """test_pipeline_ask's knowledge base, built in Milvus."""
-    yield from ask_tests.kb.__wrapped__(tmp_path_factory)
+    yield from rebuilt_on_milvus(ask_tests.kb, tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)
