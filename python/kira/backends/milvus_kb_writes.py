@@ -47,11 +47,11 @@ def _group(value: Any, what: str) -> tuple[str, float | None] | None:
 
 def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Sequence[int], *, chunking: Any,
                  levels: Sequence[str], caption_children: bool = False,
-                 group_size: Callable[[str, str], int] | None = None) -> KbBatch:
+                 group_size: Callable[[str, str], int] | None = None, thumbnails: bool = True) -> KbBatch:
     """Chunk, describe and encode `items` (module docstring); item i gets chunk ids from ``ordinals[i]``.
 
     group_size(kind, group id): members a group has now, the position of an item joining a
-    group without one (as the embedded store numbers them). Raises ValueError for an image
+    group without one (as the embedded store numbers them). thumbnails: make the ``thumb:`` rows. Raises ValueError for an image
     with more chunks than `CHUNKS_PER_IMAGE` or a bad sequence / view argument.
     """
     from kira.knowledge_base.batch_encode import encode_batch
@@ -115,7 +115,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
         out.documents[f"doc:{doc_id}"] = document_value(
             source=item.get("source"), caption=item.get("caption"), width=w, height=h,
             metadata=dict(item.get("metadata") or {}), tags=tuple(item.get("tags", ())), provenance=provenance)
-        thumb = thumbnail_value(_thumbnail_png(pixels)) if pixels is not None else None
+        thumb = thumbnail_value(_thumbnail_png(pixels)) if pixels is not None and thumbnails else None
         if thumb is not None:
             out.documents[f"thumb:{doc_id}"] = thumb
     return out
