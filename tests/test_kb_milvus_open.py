@@ -122,3 +122,24 @@ def test_a_batch_written_again_duplicates_nothing_and_passages_are_stored(uri):
         assert np.allclose(vectors, [r.visual / np.linalg.norm(r.visual) for r in batch.records[:2]], atol=1e-6)
     finally:
         kb.close()
+
+
+def test_a_reader_opened_before_the_first_image_picks_up_a_writers_commits(uri):
+    from kira.pipeline import Kira
+
+    writer = KnowledgeBase.create("kb", models=FakeStack(), backend="milvus", uri=uri)
+    reader = KnowledgeBase.open("kb", models=FakeStack(), uri=uri, read_only=True)
+    try:
+        assert reader.index("visual") is None and len(reader) == 0
+        writer.add_image(flat(RED), doc_id="red", caption="red card")
+        writer.commit()
+        assert reader.refresh() and not reader.refresh()
+        assert len(reader.index("visual")) == len(writer.index("visual")) > 0
+        writer.add_image(flat(BLUE), doc_id="blue", caption="blue sky")
+        writer.commit()
+        answer = Kira(reader).ask("blue sky", variant="dual_path")  # ask refreshes: the new rows are counted
+        assert answer.evidence.items[0].doc_id == "blue"
+        assert len(reader.index("text")) == len(writer.index("text"))
+    finally:
+        reader.close()
+        writer.close()

@@ -104,6 +104,10 @@ class MilvusIndex:
             self._named_allows.pop(next(iter(self._named_allows)))
         self._named_allows[id(ids)] = (ids, tuple(levels))
 
+    def forget_len(self) -> None:
+        """Count the rows again at the next ``len()`` (another process wrote to the collection)."""
+        self._len = None
+
     def forget_allows(self) -> None:
         """Drop the named allow arrays (the knowledge base's views were rebuilt)."""
         self._named_allows.clear()

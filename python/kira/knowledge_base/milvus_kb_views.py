@@ -177,6 +177,8 @@ class MilvusViews:
             return False
         if self._collection is None:
             self._attach_chunks()
+        for index in self._indexes.values():
+            index.forget_len()  # another process wrote: its count is not this collection object's to know
         self._caches.clear()
         self._seen_generation = generation
         return True
