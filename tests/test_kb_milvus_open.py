@@ -143,3 +143,43 @@ def test_a_reader_opened_before_the_first_image_picks_up_a_writers_commits(uri):
     finally:
         reader.close()
         writer.close()
+
+
+def test_an_embedded_knowledge_base_copied_to_milvus_answers_alike_with_the_same_chunk_ids(uri, tmp_path):
+    from skimage import data
+
+    from kira.knowledge_base.milvus_copy import copy_to_milvus
+    from kira.models import load_default
+    from kira.pipeline import Kira
+
+    stack = load_default()
+    embedded = KnowledgeBase.create(tmp_path / "embedded", models=stack,
+                                    profile=DomainProfile(name="photos", concepts=("a cup of coffee",)))
+    embedded.add_image(data.coffee()[::2, ::2], doc_id="coffee", caption="a cup of coffee", tags=["drink"],
+                       metadata={"site": "a"}, sequence=("table", 0))
+    embedded.add_image(data.chelsea()[::2, ::2], doc_id="chelsea", caption="a tabby cat", sequence=("table", 1))
+    embedded.add_image(data.rocket()[::2, ::2], doc_id="rocket")
+    embedded.add_document("page", passages=["The rocket launched on a Sunday morning."], caption="launch notes")
+    embedded.commit()
+    copy = copy_to_milvus(embedded, "copied", uri=uri)
+    try:
+        assert copy.documents() == embedded.documents() and copy.profile == embedded.profile
+        assert copy.store.groups() == embedded.store.groups()
+        assert copy.store.provenances(["rocket"]) == embedded.store.provenances(["rocket"])
+        assert copy.thumbnail("rocket").shape == embedded.thumbnail("rocket").shape
+        ids = embedded.store.chunk_ids()
+        assert np.array_equal(copy.store.chunk_ids(), ids)
+        for question in ("a cup of coffee", "when did the rocket launch"):
+            for variant in ("dual_path", "query_expansion"):
+                a, b = (Kira(kb, models=stack).ask(question, variant=variant) for kb in (embedded, copy))
+                assert [(i.chunk_id, round(i.score, 5)) for i in a.evidence.items] == [
+                    (i.chunk_id, round(i.score, 5)) for i in b.evidence.items]
+                assert a.answer.text == b.answer.text
+        copy.add_image(data.moon()[::2, ::2], doc_id="moon", caption="the moon")  # ids above every copied one
+        assert copy.store.document_chunk_ids(["moon"])["moon"] > ids.max()
+    finally:
+        copy.close()
+        embedded.close()
+    with KnowledgeBase.open(tmp_path / "embedded", read_only=True) as again, pytest.raises(ValueError,
+                                                                                         match="already exists"):
+        copy_to_milvus(again, "copied", uri=uri)
