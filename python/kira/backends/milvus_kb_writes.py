@@ -128,3 +128,14 @@ def write_items(collection: MilvusCollection, records: KbRecords, batch: KbBatch
     written = replace_documents(collection, batch.records)
     records.put(batch.documents)
     return written
+
+
+def renumber(batch: KbBatch, first: int) -> KbBatch:
+    """`batch`, encoded with ordinals 0..n-1, moved to the ordinals first..first+n-1 (in place; returned)."""
+    shift = int(first) * CHUNKS_PER_IMAGE
+    for r in batch.records:
+        r.id += shift
+        r.doc_chunk += shift
+        if r.parent >= 0:
+            r.parent += shift
+    return batch

@@ -301,7 +301,7 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
     def _add_images(self, items: list[dict[str, Any]]) -> list[str]:
         """Encode and store a batch (`kira.backends.milvus_kb_writes`); a duplicate doc id -> ValueError,
         nothing written."""
-        from kira.backends.milvus_kb_writes import encode_items, write_items
+        from kira.backends.milvus_kb_writes import encode_items, renumber, write_items
         from kira.backends.milvus_writes import reserve_ordinals
 
         self._writable()
@@ -316,7 +316,7 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         batch = encode_items(self.models, items, list(range(len(items))), chunking=self.config.chunking, levels=self.levels,
                              caption_children=self.caption_children, group_size=self.store.group_size)
         first = reserve_ordinals(collection, len(items))  # only once the batch encoded: no ids wasted on errors
-        batch = _renumber(batch, first)
+        batch = renumber(batch, first)
         write_items(collection, self._records, batch)
         self._changed = self._unflushed = True
         self._caches.clear()
@@ -407,18 +407,3 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
 
     def __repr__(self) -> str:
         return f"MilvusKnowledgeBase(name={self.name!r}, uri={self.uri!r}, read_only={self.read_only})"
-
-
-def _renumber(batch: Any, first: int) -> Any:
-    """`batch` (encoded with ordinals 0..n-1) with its chunk ids moved to the ordinals first..first+n-1."""
-    from kira.backends.milvus_encode import CHUNKS_PER_IMAGE
-
-    shift = int(first) * CHUNKS_PER_IMAGE
-    if not shift:
-        return batch
-    for r in batch.records:
-        r.id += shift
-        r.doc_chunk += shift
-        if r.parent >= 0:
-            r.parent += shift
-    return batch
