@@ -91,6 +91,8 @@ def test_without_pymilvus_the_error_names_the_extra(monkeypatch, tmp_path):
         KnowledgeBase.create(tmp_path / "kb", backend="milvus")
     with pytest.raises(ValueError, match="backend must be 'embedded' or 'milvus'"):
         KnowledgeBase.create(tmp_path / "kb2", backend="faiss")
+    with pytest.raises(ValueError, match="a uri is for the Milvus backend"):
+        KnowledgeBase.open("kb", backend="embedded", uri="http://127.0.0.1:9")
 
 
 def test_a_batch_written_again_duplicates_nothing_and_passages_are_stored(uri):

@@ -65,6 +65,8 @@ def _read_config(path: Path) -> KiraConfig:
 
 
 def _milvus_backend(backend: str) -> Any:
+    if backend == "embedded":
+        raise ValueError("a uri is for the Milvus backend: pass backend='milvus', or drop uri for an embedded one")
     if backend != "milvus":
         raise ValueError(f"backend must be 'embedded' or 'milvus'; got {backend!r}")
     from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase
@@ -205,7 +207,7 @@ class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
             from kira.knowledge_base.milvus_kb import is_milvus_directory
 
             backend = "milvus" if uri is not None or is_milvus_directory(path) else "embedded"
-        if backend != "embedded":
+        if backend != "embedded" or uri is not None:
             return _milvus_backend(backend).open(path, models, uri=uri, token=token, read_only=read_only)
         path = Path(path)
         if not (path / "kira.sqlite").is_file():
