@@ -6,14 +6,18 @@ Runs in one process on the same seeded data and prints markdown tables:
   against a Milvus Lite collection (FLAT and HNSW, same M / ef_construction / ef), each
   through `kira.pipeline.query.search`, with the Milvus / core ratio and recall@10
   against the exact core FlatIndex;
-- ingest images/s over the same real images (scikit-image + scikit-learn digits): the
-  local batch path (`encode_images` + upserts, one process) against `ingest_ray` with 1
-  and 2 actors (``ray.init(num_cpus=2)``; 2 actors reserve 0.75 CPU each so that Ray Data
-  keeps some free).
+- ingest images/s over the same real images (scikit-image + scikit-learn digits):
+  `KnowledgeBase.ingest` into an embedded and a Milvus Lite knowledge base, and
+  `kira ingest --engine ray` (`ingest_ray_kb`) with 1 and 2 actors (``ray.init(num_cpus=2)``;
+  2 actors reserve 0.75 CPU each so that Ray Data keeps some free), each Ray result checked
+  to hold the local Milvus ingest's chunk ids;
+- with ``--ask``: `Kira.ask` p50 per variant on an embedded and a Milvus Lite knowledge base
+  built from the same images, and whether both give the same evidence.
 
 Usage (needs ``kira[milvus,ray]``):
     nice python benchmarks/compare_milvus.py                  # 20k x 384, 60 images
     nice python benchmarks/compare_milvus.py --n 5000 --images 30 --skip-ray   # a quick look
+    nice python benchmarks/compare_milvus.py --skip-query --skip-ingest --ask  # Kira.ask on both KB backends
 """
 
 from __future__ import annotations
@@ -130,47 +134,102 @@ def write_images(folder: Path, n: int) -> None:
 
 
 def ingest_table(n_images: int, workdir: Path, skip_ray: bool) -> None:
-    from kira.backends.milvus_encode import ImageItem, encode_images
-    from kira.backends.milvus_writes import replace_documents
-    from kira.backends.ray_ingest import _read_image, ingest_ray, list_sources
+    """`kira ingest` paths over the same images: embedded and Milvus Lite knowledge bases in this process, and
+    the Ray engine (`ingest_ray_kb`) with 1 and 2 actors; whether each Milvus result has the local one's ids."""
+    from kira.knowledge_base import KnowledgeBase
     from kira.models import load_default
 
     folder = workdir / "images"
     write_images(folder, n_images)
-    sources = list_sources(folder)
-    rows = []
-    t = time.perf_counter()
     stack = load_default(prefer_cuda=False, threads=1)
-    config = MilvusConfig(uri=str(workdir / "ingest.db"), collection="local", visual_dim=stack.image.dim,
-                          text_dim=stack.text.dim, index="HNSW")
-    with MilvusCollection.open(config) as col:
-        for start in range(0, len(sources), 16):
-            items = [ImageItem(start + i, d, _read_image(p)) for i, (p, d) in enumerate(sources[start:start + 16])]
-            replace_documents(col, encode_images(stack, items))
-        col.flush()
-    rows.append(("local, one process (encode_images + upserts)", 1, time.perf_counter() - t))
+    rows = []
+    reference = None
+    for backend in ("embedded", "milvus"):
+        t = time.perf_counter()
+        with KnowledgeBase.create(workdir / f"ingest-{backend}", models=stack, backend=backend) as kb:
+            summary = kb.ingest(folder, batch_size=16)
+            if backend == "milvus":
+                reference = kb.store.chunk_ids()
+        rows.append((f"`KnowledgeBase.ingest`, {backend}", 1, len(summary.added), time.perf_counter() - t, "-"))
     if not skip_ray:
         import ray
+
+        from kira.backends.ray_kb_ingest import ingest_ray_kb
 
         for actors, cpus in ((1, 1.0), (2, 0.75)):
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
             try:
-                cfg = MilvusConfig(uri=config.uri, collection=f"ray{actors}", visual_dim=config.visual_dim,
-                                   text_dim=config.text_dim, index="HNSW")
                 t = time.perf_counter()
-                summary = ingest_ray(cfg, folder, actors=actors, cpus_per_actor=cpus, batch_size=8)
-                rows.append((f"Ray Data, {summary.actors} actor(s), num_cpus=2", summary.actors,
-                             time.perf_counter() - t))
+                with KnowledgeBase.create(workdir / f"ingest-ray{actors}", models=stack, backend="milvus") as kb:
+                    summary = ingest_ray_kb(kb, folder, actors=actors, cpus_per_actor=cpus, batch_size=8)
+                    same = bool(np.array_equal(kb.store.chunk_ids(), reference))
+                rows.append((f"`kira ingest --engine ray`, Milvus, {actors} actor(s), num_cpus=2", actors,
+                             len(summary.added), time.perf_counter() - t, "yes" if same else "no"))
             finally:
                 ray.shutdown()
-    print(f"\n### Ingest, {len(sources)} real images (scikit-image thumbnails <= 160 px, digits 48 px), "
-          "default model stack, into Milvus Lite HNSW\n")
-    print("Wall time includes loading the models (and, for Ray, starting the actors; Ray itself is started before).\n")
-    print("| path | actors | s | images/s | / local |")
+    print(f"\n### Ingest, {n_images} real images (scikit-image thumbnails <= 160 px, digits 48 px), default model "
+          "stack\n")
+    print("Wall time includes creating the knowledge base and the first model run (the stack is loaded before; "
+          "for Ray, starting the actors, which load their own; Ray itself is started before).\n")
+    print("| path | actors | added | s | images/s | / embedded | chunk ids = local Milvus |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | :---: |")
+    for name, actors, added, seconds, same in rows:
+        print(f"| {name} | {actors} | {added} | {seconds:.1f} | {added / seconds:.2f} | "
+              f"{rows[0][3] / seconds * added / rows[0][2]:.2f} | {same} |")
+
+
+QUESTIONS = ("a cup of coffee", "a rocket", "a cat", "handwritten digit", "the surface of the moon")
+
+
+def ask_table(n_images: int, workdir: Path, repeats: int) -> None:
+    """`Kira.ask` latency on an embedded and a Milvus Lite knowledge base of the same images (the same answers
+    counted), and `KnowledgeBase.ingest` images/s into each."""
+    import inspect
+    import statistics
+
+    import kira.pipeline.hops
+    from kira.knowledge_base import KnowledgeBase
+    from kira.models import load_default
+    from kira.pipeline import VARIANTS, Kira
+
+    folder = workdir / "ask-images"
+    write_images(folder, n_images)
+    stack = load_default(prefer_cuda=False, threads=1)
+    hops_anywhere = "kira.backends.hops" in inspect.getsource(kira.pipeline.hops)
+    variants = [v for v in VARIANTS if hops_anywhere or VARIANTS.index(v) < VARIANTS.index("multi_hop")]
+    kbs, ingest_s = {}, {}
+    for backend in ("embedded", "milvus"):
+        t = time.perf_counter()
+        kbs[backend] = KnowledgeBase.create(workdir / f"ask-{backend}", models=stack, backend=backend)
+        kbs[backend].ingest(folder, batch_size=16)
+        ingest_s[backend] = time.perf_counter() - t
+    answers: dict[tuple[str, str, str], list] = {}
+    rows = []
+    for variant in variants:
+        times: dict[str, list[float]] = {"embedded": [], "milvus": []}
+        for _ in range(repeats):
+            for question in QUESTIONS:
+                for backend, kb in kbs.items():
+                    kira = Kira(kb, models=stack)
+                    t = time.perf_counter()
+                    result = kira.ask(question, variant=variant)
+                    times[backend].append(time.perf_counter() - t)
+                    answers[(variant, question, backend)] = [(i.doc_id, i.level, round(float(i.score), 5))
+                                                             for i in result.evidence.items]
+        same = sum(answers[(variant, q, "embedded")] == answers[(variant, q, "milvus")] for q in QUESTIONS)
+        e, m = (1000 * statistics.median(times[b]) for b in ("embedded", "milvus"))
+        rows.append((variant, e, m, same))
+    for kb in kbs.values():
+        kb.close()
+    print(f"\n### Kira.ask on the same {n_images} images, embedded vs Milvus Lite knowledge base (default stack)\n")
+    print(f"`KnowledgeBase.ingest`: embedded {n_images / ingest_s['embedded']:.2f} images/s, Milvus Lite "
+          f"{n_images / ingest_s['milvus']:.2f} images/s (creation and model loading included).\n")
+    if not hops_anywhere:
+        print("Variants that hop are left out: kira.pipeline.hops does not dispatch to kira.backends.hops yet.\n")
+    print(f"| variant | embedded p50 ms | Milvus Lite p50 ms | Milvus / embedded | same answers (of {len(QUESTIONS)}) |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for name, actors, seconds in rows:
-        print(f"| {name} | {actors} | {seconds:.1f} | {len(sources) / seconds:.2f} | "
-              f"{rows[0][2] / seconds:.2f} |")
+    for variant, e, m, same in rows:
+        print(f"| {variant} | {e:.1f} | {m:.1f} | {m / e:.1f} | {same} |")
 
 
 def main() -> None:
@@ -181,6 +240,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=60)
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--skip-query", action="store_true")
+    parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--ask", action="store_true", help="also Kira.ask latency, embedded vs Milvus Lite KB")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the ask questions per variant")
     args = parser.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"core kernels: {_core.simd_level()}")
@@ -188,7 +250,10 @@ def main() -> None:
     try:
         if not args.skip_query:
             query_table(args.n, args.dim, args.queries, workdir)
-        ingest_table(args.images, workdir, args.skip_ray)
+        if not args.skip_ingest:
+            ingest_table(args.images, workdir, args.skip_ray)
+        if args.ask:
+            ask_table(args.images, workdir, args.repeats)
     finally:
         from milvus_lite import server_manager_instance
 

@@ -67,3 +67,38 @@ def test_kira_talks_to_a_milvus_server_by_uri_with_the_same_code(server):
         assert delete_documents(col, ["doc3"]) == 5 and len(index) == 35
     with pytest.raises(ValueError, match="dim 16, config says 32"):
         MilvusCollection.open(MilvusConfig(uri=server, collection="kb", visual_dim=32, text_dim=8))
+
+
+def test_a_knowledge_base_on_a_milvus_server_is_shared_by_processes_through_the_uri_alone(server, tmp_path):
+    """One process writes a knowledge base to the server; this process opens it by name and uri (no local file),
+    sees the same documents and answers, and a commit made here reaches the other process's next open."""
+    from PIL import Image
+    from skimage import data
+
+    from kira.knowledge_base import KnowledgeBase
+    from kira.pipeline import Kira
+
+    for name in ("coffee", "rocket", "chelsea"):
+        Image.fromarray(np.asarray(getattr(data, name)())[::4, ::4]).save(tmp_path / f"{name}.png")
+    (tmp_path / "coffee.txt").write_text("a cup of coffee on a saucer")
+    writer = subprocess.run([sys.executable, "-m", "kira", "ingest", "shared", str(tmp_path), "--uri", server,
+                             "--quiet"], capture_output=True, text=True, timeout=300)
+    assert writer.returncode == 0, writer.stderr[-2000:]
+    assert not (tmp_path / "shared").exists()
+    kb = KnowledgeBase.open("shared", uri=server)
+    try:
+        assert sorted(kb.documents()) == ["chelsea", "coffee", "rocket"]
+        answer = Kira(kb).ask("a cup of coffee on a saucer", variant="dual_path")
+        assert answer.evidence.items[0].doc_id == "coffee"
+        kb.remove("rocket")
+        generation = kb.commit()
+    finally:
+        kb.close()
+    reader = subprocess.run([sys.executable, "-c", (
+        "import sys; from kira.knowledge_base import KnowledgeBase\n"
+        "kb = KnowledgeBase.open('shared', uri=sys.argv[1], read_only=True)\n"
+        "print(sorted(kb.documents()), kb.store.generation()); kb.close()"), server],
+        capture_output=True, text=True, timeout=300)
+    assert reader.returncode == 0, reader.stderr[-2000:]
+    docs, seen = reader.stdout.strip().splitlines()[-1].rsplit(" ", 1)
+    assert docs == "['chelsea', 'coffee']" and int(seen) >= generation  # close() commits once more

@@ -218,7 +218,11 @@ def test_a_pyarrow_filesystem_uri_lists_and_reads_as_the_local_folder(tmp_path):
     (folder / "notes.txt").write_text("not an image")
     local = list_sources(folder)
     remote = list_sources(f"file://{folder}")
-    assert [d for _, d in local] == [d for _, d in remote] == ["a/x", "b/x", "y"]
+    # the local ingest's order (a folder's files, then its sub-folders'): job ordinals, so chunk ids, follow it
+    assert [d for _, d in local] == [d for _, d in remote] == ["y", "a/x", "b/x"]
+    from kira.knowledge_base.ingest import collect_paths
+
+    assert [p for p, _ in local] == [str(p) for p in collect_paths(folder)]
     for (lp, _), (rp, _) in zip(local, remote):
         assert rp.startswith("file://")
         np.testing.assert_array_equal(_read_image(lp), _read_image(rp))

@@ -1,7 +1,8 @@
 """The `kira` command (also `python -m kira`).
 
     kira ingest KB FOLDER_OR_FILES... [--captions captions.json] [--batch-size N] [--models DIR]
-                [--follow-links] [--max-pixels N]
+                [--follow-links] [--max-pixels N] [--backend embedded|milvus] [--uri URI]
+                [--engine local|ray] [--ray-address ADDR] [--actors N]
     kira ask KB [QUESTION] [--image PATH] [--top-k 5] [--variant full] [--card text|json|html] [--out FILE]
     kira card KB [QUESTION] [--image PATH] --format html --out card.html   (a card only)
     kira info KB
@@ -22,7 +23,6 @@ import importlib
 import json
 import logging
 import os
-import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -58,51 +58,9 @@ def _stack(models_dir: str | None) -> Any:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from kira.knowledge_base import KnowledgeBase
-    from kira.knowledge_base.ingest import collect_entries, printable
+    from kira.cli_ingest import cmd_ingest
 
-    captions = None
-    if args.captions:
-        captions = json.loads(Path(args.captions).read_text())
-        if not isinstance(captions, dict):
-            raise ValueError(f"{args.captions} must hold a JSON object: file name or stem -> caption")
-    if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1; got {args.batch_size}")
-    if args.max_pixels < 1:
-        raise ValueError(f"--max-pixels must be at least 1; got {args.max_pixels}")
-    sources: Any = args.inputs[0] if len(args.inputs) == 1 else args.inputs
-    for given in args.inputs:  # before anything is created: a typo must not leave an empty knowledge base
-        if not os.path.lexists(given):
-            raise ValueError(f"no such file or folder: {printable(given)}")
-    found, _skipped, _root = collect_entries(sources, follow_links=args.follow_links)
-    path = Path(args.kb)
-    if not found:
-        print(f"kira ingest: no image files in {' '.join(printable(i) for i in args.inputs)} (looked for "
-              f"{', '.join(sorted(_suffixes()))}); nothing was added", file=sys.stderr)
-        for where, reason in _skipped:
-            print(f"  skipped {printable(where)}: {reason}", file=sys.stderr)
-        return 1
-    models = _stack(args.models)
-    created = not (path / "kira.sqlite").is_file()
-    if created:
-        kb = KnowledgeBase.create(path, models=models, index=args.index, profile=args.profile)
-    else:
-        kb = KnowledgeBase.open(path, models=models)
-        if args.profile:
-            kb.set_profile(args.profile)
-    with kb:
-        summary = kb.ingest(sources, captions=captions, batch_size=args.batch_size, progress=not args.quiet or None,
-                            follow_links=args.follow_links, max_pixels=args.max_pixels)
-        print(summary)
-        stats = kb.stats()
-    if not summary.added:
-        if created and stats["documents"] == 0:
-            shutil.rmtree(path, ignore_errors=True)  # this run made it, and it holds nothing
-        print(f"kira ingest: none of the {summary.found} image file(s) was added (see the reasons above); "
-              "fix or remove them and run again", file=sys.stderr)
-        return 1
-    print(f"{stats['documents']} document(s), chunks {stats['chunks']} in {path}")
-    return 0
+    return cmd_ingest(args)
 
 
 def _suffixes() -> frozenset[str]:
@@ -245,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--profile", help="a domain profile file (.toml or .json, docs/profiles.md) to store with the "
                                      "knowledge base (replaces the one it has); default: empty (no domain knowledge)")
+    p.add_argument("--backend", choices=("embedded", "milvus"),
+                   help="backend of a new knowledge base: embedded (SQLite + kira's indexes, the default) or milvus "
+                        "(Milvus Lite in the KB directory, or the server at --uri); an existing one keeps its own")
+    p.add_argument("--uri", help="Milvus uri (http://host:19530, or a .db file for Milvus Lite): KB is then the "
+                                 "knowledge base's name there (token from $KIRA_MILVUS_TOKEN)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this process; ray: a Ray Data job (Milvus-backed knowledge bases, kira[ray])")
+    p.add_argument("--ray-address", help="Ray cluster address for --engine ray (default: a local Ray with 2 CPUs)")
+    p.add_argument("--actors", type=int, help="encode actors for --engine ray (default: as many as the CPUs allow)")
     p.set_defaults(func=_cmd_ingest)
 
     variants = "\n".join(f"  {v:<16} {VARIANT_HELP.get(v, '')}" for v in VARIANTS)

@@ -1,10 +1,10 @@
 """Images -> `ChunkRecord`s for the Milvus backend: chunk, describe and encode a batch, with stable ids.
 
-This is the knowledge base's own batch path (kira.knowledge_base.batch_encode.encode_batch:
-one forward pass per image with the CNN, each distinct text encoded once), with one difference a distributed writer needs: chunk ids do not come from a
-database counter but from the image's ordinal in the job, ``ordinal * CHUNKS_PER_IMAGE +
-index in its plan``, so every worker computes them alone and a retried job writes the same
-ids again (Milvus upserts replace them; nothing is duplicated).
+This is the knowledge base's own batch path (kira.knowledge_base.batch_encode.encode_batch, through
+kira.backends.milvus_kb_writes.encode_items), with one difference a distributed writer needs:
+chunk ids do not come from a database counter but from the image's ordinal in the job,
+``ordinal * CHUNKS_PER_IMAGE + index in its plan``, so every worker computes them alone and a
+retried job writes the same ids again (Milvus upserts replace them; nothing is duplicated).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import numpy as np
 
 from kira.backends.milvus_writes import ChunkRecord
 from kira.config import ChunkingConfig
-from kira.knowledge_base.batch_encode import encode_batch
 from kira.knowledge_base.chunker import LEVELS
 
 log = logging.getLogger(__name__)
@@ -50,23 +49,13 @@ def encode_images(stack: Any, items: Sequence[ImageItem], *, chunking: ChunkingC
     ModelStack): every chunk of every image as a `ChunkRecord` with both vectors.
 
     chunking / levels / caption_children: as the knowledge base's config (defaults: its defaults).
-    Raises ValueError for an image with more chunks than `CHUNKS_PER_IMAGE` or a bad level.
+    The chunks are `kira.backends.milvus_kb_writes.encode_items`'s (the Milvus knowledge base's
+    own write path). Raises ValueError for an image with more chunks than `CHUNKS_PER_IMAGE` or a bad level.
     """
-    chunking = chunking or ChunkingConfig()
-    batch = encode_batch(stack, [{"doc_id": i.doc_id, "pixels": i.pixels, "caption": i.caption, "tags": tuple(i.tags)}
-                                 for i in items], chunking, levels, caption_children=caption_children)
-    plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
-    for item, plan in zip(items, plans):
-        if plan is not None and len(plan.chunks) > CHUNKS_PER_IMAGE:
-            raise ValueError(f"{item.doc_id}: {len(plan.chunks)} chunks, over {CHUNKS_PER_IMAGE}; lower patch_grid")
-    records, row = [], 0
-    for item, plan in zip(items, plans):
-        doc_chunk = chunk_id(item.ordinal, 0)
-        for j, chunk in enumerate(plan.chunks):
-            records.append(ChunkRecord(
-                id=chunk_id(item.ordinal, j), doc_id=item.doc_id, doc_chunk=doc_chunk, level=chunk.level,
-                parent=chunk_id(item.ordinal, chunk.parent) if chunk.parent is not None else -1,
-                box=chunk.box, description=chunk.description or texts[row], tags=tuple(item.tags),
-                metadata=dict(item.metadata), visual=visual[row], text=text[row]))
-            row += 1
-    return records
+    from kira.backends.milvus_kb_writes import encode_items
+
+    batch = encode_items(stack, [{"doc_id": i.doc_id, "pixels": i.pixels, "caption": i.caption, "tags": tuple(i.tags),
+                                  "metadata": dict(i.metadata)} for i in items],
+                         [i.ordinal for i in items], chunking=chunking or ChunkingConfig(), levels=levels,
+                         caption_children=caption_children, thumbnails=False)
+    return batch.records

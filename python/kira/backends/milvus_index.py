@@ -91,9 +91,26 @@ class MilvusIndex:
         # len_ttl seconds (writes by other processes show within that time).
         self.len_ttl = float(len_ttl)
         self._len: tuple[int, int, float] | None = None  # (generation, count, when)
+        self._named_allows: dict[int, tuple[np.ndarray, tuple[str, ...]]] = {}  # id(array) -> (array, levels)
         if collection.config.index == "HNSW":
             # `kira.backends.search_options` hands ``ef`` only to an index with a candidate list.
             self.ef_search = collection.config.ef_search
+
+    def name_allow(self, ids: np.ndarray, levels: Sequence[str]) -> None:
+        """Say that the array `ids` (this very object) is "every chunk at `levels`": a search given it as
+        ``allow`` sends the filter ``level in [...]`` instead of an id list (the knowledge base's `level_ids`
+        does this; an array computed from it, even with the same ids, is sent as ids)."""
+        if len(self._named_allows) >= 16:
+            self._named_allows.pop(next(iter(self._named_allows)))
+        self._named_allows[id(ids)] = (ids, tuple(levels))
+
+    def forget_len(self) -> None:
+        """Count the rows again at the next ``len()`` (another process wrote to the collection)."""
+        self._len = None
+
+    def forget_allows(self) -> None:
+        """Drop the named allow arrays (the knowledge base's views were rebuilt)."""
+        self._named_allows.clear()
 
     @property
     def dim(self) -> int:
@@ -127,6 +144,9 @@ class MilvusIndex:
         out_scores = np.full((m, k), -1.0, dtype=np.float32)
         if m == 0 or (allow is not None and len(allow) == 0):
             return out_ids, out_scores
+        named = self._named_allows.get(id(allow)) if allow is not None else None
+        if named is not None and named[0] is allow and levels is None:
+            allow, levels = None, list(named[1])  # "every chunk at these levels": a Milvus filter, no id list
         kwargs: dict[str, Any] = {}
         if groups is not None:
             kwargs = {"group_by_field": "doc_chunk", "group_size": int(per_group)}
@@ -141,6 +161,22 @@ class MilvusIndex:
             for j, (score, cid) in enumerate(pairs):
                 out_ids[row, j], out_scores[row, j] = cid, score
         return out_ids, out_scores
+
+    def ids(self) -> np.ndarray:
+        """Every chunk id with a vector in this space, ascending (a query iterator: any number of rows)."""
+        col = self.collection
+        it = col.client.query_iterator(col.name, batch_size=4096, filter=filter_expression(space=self.space),
+                                       output_fields=["id"])
+        found: list[int] = []
+        try:
+            while True:
+                rows = it.next()
+                if not rows:
+                    break
+                found += [int(r["id"]) for r in rows]
+        finally:
+            it.close()
+        return np.array(sorted(found), dtype=np.int64)
 
     def contains(self, id: int) -> bool:
         rows = self.collection.client.get(self.collection.name, ids=[int(id)], output_fields=[f"has_{self.space}"])

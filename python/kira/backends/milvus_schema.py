@@ -175,6 +175,45 @@ def schema_mismatches(described: dict, config: MilvusConfig) -> list[str]:
     return problems
 
 
+class _LiteTimestampNoise(logging.Filter):
+    """Drops the two log records a query iterator causes on Milvus Lite 3.2, which has no AllocTimestamp
+    call: the in-process server's "Method not implemented" traceback and pymilvus's "failed to get
+    mvccTs" warning (the iterator then uses a client-side timestamp, which is right for Lite)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not ("Method not implemented" in text or "failed to get mvccTs" in text
+                    or (record.exc_info is not None and "AllocTimestamp" in str(record.exc_info[1])))
+
+
+def _quiet_lite_timestamps() -> None:
+    for name in ("grpc._server", "pymilvus.client.iterator.query_iterator"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _LiteTimestampNoise) for f in logger.filters):
+            logger.addFilter(_LiteTimestampNoise())
+
+
+def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
+    """A pymilvus MilvusClient for `uri` (a ".db" path runs Milvus Lite in this process).
+
+    Raises ImportError naming ``kira[milvus]`` where pymilvus (or, for a ".db" uri, milvus-lite) is
+    missing, and ConnectionError naming the uri where nothing answers there.
+    """
+    pm = require_pymilvus()
+    if uri.endswith(".db"):
+        try:
+            import milvus_lite  # noqa: F401
+        except ImportError as exc:
+            raise ImportError(f'uri {uri!r} is a Milvus Lite file, which needs milvus-lite: '
+                              'pip install "kira[milvus]"') from exc
+    _quiet_lite_timestamps()  # Milvus Lite's server (in-process or on a port) has no AllocTimestamp
+    try:
+        return pm.MilvusClient(uri=uri, token=token, timeout=timeout)
+    except pm.MilvusException as exc:
+        raise ConnectionError(f"cannot reach Milvus at {uri!r}: {exc}. Check the uri and that the "
+                              "server is running (a path ending in .db runs Milvus Lite in-process)") from exc
+
+
 class MilvusCollection:
     """A connected pymilvus client and one knowledge base's collection, checked at open.
 
@@ -199,36 +238,30 @@ class MilvusCollection:
         collection whose schema or dimensions differ from `config`: nothing is written),
         LookupError (no such collection and `create` is False).
         """
-        pm = require_pymilvus()
-        if config.is_lite:
-            try:
-                import milvus_lite  # noqa: F401
-            except ImportError as exc:
-                raise ImportError(f'uri {config.uri!r} is a Milvus Lite file, which needs milvus-lite: '
-                                  'pip install "kira[milvus]"') from exc
+        client = connect(config.uri, config.token, config.timeout)
         try:
-            client = pm.MilvusClient(uri=config.uri, token=config.token, timeout=config.timeout)
-        except pm.MilvusException as exc:
-            raise ConnectionError(f"cannot reach Milvus at {config.uri!r}: {exc}. Check the uri and that the "
-                                  "server is running (a path ending in .db runs Milvus Lite in-process)") from exc
-        try:
-            if client.has_collection(config.collection):
-                problems = schema_mismatches(client.describe_collection(config.collection), config)
-                if problems:
-                    raise ValueError(f"collection {config.collection!r} at {config.uri!r} does not match this "
-                                     f"knowledge base's config: {'; '.join(problems)}. Open it with the config it "
-                                     "was created with, or use another collection name")
-                client.load_collection(config.collection)
-            elif create:
-                client.create_collection(config.collection, schema=build_schema(client, config),
-                                         index_params=build_index_params(client, config),
-                                         consistency_level="Strong")
-                log.info("created Milvus collection %s at %s (%s)", config.collection, config.uri, config.index)
-            else:
-                raise LookupError(f"no collection {config.collection!r} at {config.uri!r}; create it first")
+            return cls.attach(client, config, create=create)
         except BaseException:
             client.close()
             raise
+
+    @classmethod
+    def attach(cls, client: Any, config: MilvusConfig, *, create: bool = True) -> "MilvusCollection":
+        """`open` on an already connected pymilvus client (the caller keeps closing it)."""
+        if client.has_collection(config.collection):
+            problems = schema_mismatches(client.describe_collection(config.collection), config)
+            if problems:
+                raise ValueError(f"collection {config.collection!r} at {config.uri!r} does not match this "
+                                 f"knowledge base's config: {'; '.join(problems)}. Open it with the config it "
+                                 "was created with, or use another collection name")
+            client.load_collection(config.collection)
+        elif create:
+            client.create_collection(config.collection, schema=build_schema(client, config),
+                                     index_params=build_index_params(client, config),
+                                     consistency_level="Strong")
+            log.info("created Milvus collection %s at %s (%s)", config.collection, config.uri, config.index)
+        else:
+            raise LookupError(f"no collection {config.collection!r} at {config.uri!r}; create it first")
         return cls(client, config)
 
     def count(self, filter: str = "") -> int:

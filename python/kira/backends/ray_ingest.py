@@ -81,7 +81,14 @@ def actor_pool_size(resources: Mapping[str, float], *, cpus_per_actor: float = 1
 _SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"})
 
 
-def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
+def walk_order(relative: str) -> list[tuple[int, str]]:
+    """Sort key of a relative path in the local ingest's order (`os.walk`, sorted: a folder's files, then its
+    sub-folders'), so job ordinals, and so chunk ids, follow the order a local ingest adds the files in."""
+    parts = relative.split("/")
+    return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
+
+
+def list_sources(source: str | os.PathLike, *, follow_links: bool = False) -> list[tuple[str, str]]:
     """(path, doc id) of every image under `source`, sorted by the path relative to it: a local folder or
     file, or a pyarrow filesystem uri. Doc ids are the local ingest's (the relative path without its suffix,
     `kira.knowledge_base.ingest.relative_doc_ids`). ValueError where nothing is there."""
@@ -90,7 +97,7 @@ def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
         from kira.knowledge_base.ingest import collect_paths
 
         root = Path(text)
-        paths = [str(p) for p in collect_paths(root)]
+        paths = [str(p) for p in collect_paths(root, follow_links=follow_links)]
         rel = [Path(p).relative_to(root).as_posix() if root.is_dir() else Path(p).name for p in paths]
     else:
         from pyarrow import fs
@@ -110,26 +117,36 @@ def list_sources(source: str | os.PathLike) -> list[tuple[str, str]]:
         paths = [f"{scheme}://{p}" for p in files]
     from kira.knowledge_base.ingest import relative_doc_ids
 
-    order = sorted(range(len(rel)), key=lambda n: rel[n])  # one order for every filesystem: job ordinals follow it
+    order = sorted(range(len(rel)), key=lambda n: walk_order(rel[n]))  # one order for every filesystem
     paths, rel = [paths[n] for n in order], [rel[n] for n in order]
     return list(zip(paths, relative_doc_ids(rel)))
 
 
-def _read_image(path: str) -> np.ndarray:
-    from kira.images import load_image
-
-    if "://" not in path:
-        return load_image(Path(path))
-    import io
+def _read_image(path: str, max_pixels: int | None = None) -> np.ndarray:
+    """The image at a local path or pyarrow uri, as `kira.images.load_image` returns it (larger than
+    `max_pixels`: ImageError, as the local ingest skips it)."""
+    import warnings
 
     from PIL import Image
+
+    from kira.images import MAX_PIXELS, load_image
+
+    limit = int(max_pixels or MAX_PIXELS)
+    if "://" not in path:
+        with warnings.catch_warnings():  # kira's max_pixels is the limit that applies; Pillow's warning would repeat it
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            return load_image(Path(path), max_pixels=limit)
+    import io
+
     from pyarrow import fs
 
     filesystem, inner = fs.FileSystem.from_uri(path)
     with filesystem.open_input_stream(inner) as stream:
         data = stream.read()
-    with Image.open(io.BytesIO(data)) as im:
-        return load_image(im)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with Image.open(io.BytesIO(data)) as im:
+            return load_image(im, max_pixels=limit)
 
 
 class EncodeAndWrite:

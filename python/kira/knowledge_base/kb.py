@@ -64,6 +64,16 @@ def _read_config(path: Path) -> KiraConfig:
                          "answer with the default constants") from None
 
 
+def _milvus_backend(backend: str) -> Any:
+    if backend == "embedded":
+        raise ValueError("a uri is for the Milvus backend: pass backend='milvus', or drop uri for an embedded one")
+    if backend != "milvus":
+        raise ValueError(f"backend must be 'embedded' or 'milvus'; got {backend!r}")
+    from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase
+
+    return MilvusKnowledgeBase
+
+
 class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
     """A knowledge base directory opened for reading or writing. Use `create` or `open`.
 
@@ -128,6 +138,9 @@ class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
         levels: Sequence[str] = LEVELS,
         caption_children: bool = False,
         profile: Any = None,
+        backend: str = "embedded",
+        uri: str | None = None,
+        token: str = "",
     ) -> KnowledgeBase:
         """Create a new, empty knowledge base directory at `path` and open it for writing.
 
@@ -143,8 +156,15 @@ class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
         profile: the user's domain knowledge (`kira.DomainProfile`, a mapping, or a .toml /
             .json file); stored with the knowledge base. None: the empty profile.
 
+        backend: "embedded" (SQLite + the core's indexes in the directory `path`) or "milvus"
+            (`kira.knowledge_base.milvus_kb`: chunks, vectors and settings in Milvus at `uri`,
+            authenticated with `token`; without a uri, Milvus Lite in the directory `path`).
+
         Raises ValueError if `path` already holds a knowledge base or a non-empty directory.
         """
+        if backend != "embedded" or uri is not None:
+            return _milvus_backend(backend).create(path, config, models, uri=uri, token=token, index=index,
+                                                   levels=levels, caption_children=caption_children, profile=profile)
         path = Path(path)
         from kira.profile import as_profile
 
@@ -173,13 +193,22 @@ class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
         return kb
 
     @classmethod
-    def open(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False) -> KnowledgeBase:
+    def open(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False, backend: str | None = None,
+             uri: str | None = None, token: str = "") -> KnowledgeBase:
         """Open an existing knowledge base; index files are loaded, never rebuilt
         (a gap left by a crash is repaired from the stored vectors).
 
+        backend / uri / token: as `create`; backend None finds it (a uri, or a directory holding
+        a Milvus Lite file, means "milvus").
         Raises ValueError if `path` is not a knowledge base, or (writing) if another
         process holds it open for writing.
         """
+        if backend is None:
+            from kira.knowledge_base.milvus_kb import is_milvus_directory
+
+            backend = "milvus" if uri is not None or is_milvus_directory(path) else "embedded"
+        if backend != "embedded" or uri is not None:
+            return _milvus_backend(backend).open(path, models, uri=uri, token=token, read_only=read_only)
         path = Path(path)
         if not (path / "kira.sqlite").is_file():
             raise ValueError(f"{path} is not a kira knowledge base (no kira.sqlite); create one with "

@@ -1,0 +1,214 @@
+"""The read side of a Milvus-backed knowledge base (a part of `MilvusKnowledgeBase`).
+
+Each derived view the embedded knowledge base computes from SQLite comes from Milvus here:
+
+* ``index(space)`` -> `kira.backends.milvus_index.MilvusIndex` (searches run in Milvus);
+* ``level_ids`` -> a filter query ``level in [...]``; the array it returns, passed back as a
+  search's ``allow``, becomes the filter ``level in [...]`` in Milvus (no id list is sent);
+* ``document_chunk_of`` -> the ``doc_chunk`` field, fetched for the ids asked about;
+* ``document_groups`` -> a marker that makes a `MilvusIndex` search group on ``doc_chunk``
+  (Milvus's grouping search);
+* the compound groups -> a query of document chunks with ``array_length(groups) > 0``, read
+  into the same `CompoundIndex` the embedded knowledge base builds (kira's compound expansion
+  runs in this process over what the searches return);
+* ``lexical`` -> kira's own BM25 index (`LexicalIndex`) over the document and passage rows
+  queried from Milvus, so both backends rank alike; Milvus's own BM25 full-text search is
+  `kira.backends.milvus_view.MilvusLexical` (docs/scale.md says when to use which);
+* ``bridge`` -> the text->image bridge fitted in this process on the captioned documents'
+  vectors read from Milvus (not stored: each process fits it once per commit).
+Every view is cached until a write through this object, a commit, or a `refresh` that finds
+another process's commit.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+MAX_LEXICAL_CHARS = 20_000  # as kira.knowledge_base.kb_views
+
+
+class MilvusViews:
+    """Mixin of `MilvusKnowledgeBase` (module docstring). Needs ``store``, ``_collection``, ``_caches``,
+    ``_indexes``, ``models`` and ``_records`` of the knowledge base."""
+
+    def _cached(self, key: Any, build: Callable[[], T]) -> T:
+        if key not in self._caches:
+            self._caches[key] = build()
+        return self._caches[key]
+
+    def index(self, space: str) -> Any:
+        """The `MilvusIndex` of `space` ('visual' or 'text'), or None before the first image."""
+        if space not in ("visual", "text"):
+            raise ValueError(f"space {space!r}: choose 'visual' or 'text'")
+        return self._indexes.get(space)
+
+    def level_ids(self, levels: Iterable[str]) -> np.ndarray:
+        """Sorted int64 ids of chunks at `levels` (a Milvus filter query; cached per commit)."""
+        key = ("levels", tuple(sorted(set(levels))))
+
+        def build() -> np.ndarray:
+            ids = self.store.chunk_ids(levels=key[1])
+            for index in self._indexes.values():
+                index.name_allow(ids, key[1])  # searched with it, the index sends `level in [...]`
+            return ids
+
+        return self._cached(key, build)
+
+    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document-level chunk id of each chunk id (-1 for unknown ids); fetched from Milvus for the ids
+        not yet seen since the last commit."""
+        ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+        known: dict[int, int] = self._cached("doc_chunk_of", dict)
+        missing = [int(i) for i in np.unique(ids) if int(i) not in known]
+        if missing:
+            found = {int(r["id"]): int(r["doc_chunk"]) for r in self.store.query_ids(missing, ["doc_chunk"])}
+            known.update({i: found.get(i, -1) for i in missing})
+        return np.array([known[int(i)] for i in ids], dtype=np.int64)
+
+    def document_groups(self) -> Any:
+        """`groups=` for a search of this knowledge base's indexes: at most n chunks per document (Milvus
+        groups on ``doc_chunk``)."""
+        from kira.backends.milvus_view import DocumentGroups
+
+        def build() -> Any:
+            count = (lambda: self._collection.count()) if self._collection is not None else (lambda: 0)
+            return DocumentGroups(group_of=self.document_chunk_of, count=count)
+
+        return self._cached("document_groups", build)
+
+    def compounds(self) -> Any:
+        """The compound groups of this commit (`kira.knowledge_base.compound.CompoundIndex`)."""
+        def build() -> Any:
+            from kira.knowledge_base.compound import CompoundIndex
+
+            groups = self.store.groups()
+            return CompoundIndex.build(groups, self.store.document_chunk_ids({d for _, _, docs in groups for d in docs}))
+
+        return self._cached("compounds", build)
+
+    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
+        c = self.compounds()
+        return c.core, dict(c.kinds)
+
+    def group_partners(self) -> Mapping[int, frozenset[int]]:
+        return self.compounds().partners
+
+    def compound_of(self) -> Mapping[str, str]:
+        return self.compounds().compound_of
+
+    def view_set_of(self) -> Mapping[str, str]:
+        return self.compounds().view_set_of
+
+    def lexical(self) -> Any:
+        """kira's `LexicalIndex` over the document and passage chunks stored in Milvus (cached per commit):
+        each indexed with its description, doc id and document metadata values, as the embedded one."""
+        def build() -> Any:
+            from kira.knowledge_base.lexical import LexicalIndex
+
+            rows = sorted(self.store.query_all('level in ["document", "passage"]', ["description", "doc_id", "metadata"]),
+                          key=lambda r: int(r["id"]))
+            texts = []
+            for r in rows:
+                values = r["metadata"] if isinstance(r["metadata"], dict) else {}
+                extra = " ".join(str(v) for _, v in sorted(values.items()))
+                texts.append(f"{(r['description'] or '')[:MAX_LEXICAL_CHARS]} {r['doc_id'].replace('-', ' ')} "
+                             f"{extra[:MAX_LEXICAL_CHARS]}")
+            return LexicalIndex.build(np.array([int(r["id"]) for r in rows], dtype=np.int64), texts)
+
+        return self._cached("lexical", build)
+
+    def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, Any]:
+        return self.store.documents(doc_ids)
+
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """`build()`'s value, computed once per commit (a caller's own views of the stored contents)."""
+        return self._cached(f"memo:{key}", build)
+
+    def visual_query(self, vectors: np.ndarray) -> np.ndarray:
+        """Raw image-space query vectors -> the visual index's space (no adapter on this backend: as given)."""
+        return np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+
+    @property
+    def adapter(self) -> Any:
+        return None
+
+    def set_adapter(self, adapter: Any) -> None:
+        raise ValueError("a domain adapter is not supported on the Milvus backend yet; use an embedded knowledge base")
+
+    def bridge(self) -> Any:
+        """The TextToImageBridge fitted on the captioned documents' vectors read from Milvus, or None (fewer
+        than 2 captioned documents). Fitted once per commit in each process."""
+        def build() -> Any:
+            from kira.models.bridge import TextToImageBridge
+
+            if self._collection is None:
+                return None
+            ids = self.store.captioned_document_ids()
+            if len(ids) < 2:
+                return None
+            bridge = TextToImageBridge()
+            bridge.fit(self.index("text").get_vectors(ids), self.index("visual").get_vectors(ids))
+            return bridge
+
+        return self._cached("bridge", build)
+
+    def thumbnail(self, doc_id: str) -> np.ndarray | None:
+        """The stored preview of a document's image (uint8 RGB), or None."""
+        data = self.store.thumbnail(doc_id)
+        if not data:
+            return None
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as im:
+            return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+    def refresh(self) -> bool:
+        """Pick up commits made by another process since this one looked; returns whether any were."""
+        if self._records is None:
+            return False
+        generation = self.store.generation()
+        if generation == self._seen_generation:
+            return False
+        if self._collection is None:
+            self._attach_chunks()
+        for index in self._indexes.values():
+            index.forget_len()  # another process wrote: its count is not this collection object's to know
+        self._caches.clear()
+        self._seen_generation = generation
+        return True
+
+    def warm(self) -> dict[str, float]:
+        """Pick up new commits, then build the views a query reads; returns {view: seconds}."""
+        if self._records is None:
+            raise ValueError(f"{self.name} is closed; open it again with KnowledgeBase.open before warming it")
+        self.refresh()
+        steps: dict[str, Callable[[], Any]] = {"lexical": self.lexical, "document_groups": self.document_groups,
+                                               "compounds": self.compounds}
+        if self._collection is not None and getattr(self.models, "image_text", None) is None:
+            steps["bridge"] = self.bridge
+        seconds = {}
+        for name, build in steps.items():
+            start = time.perf_counter()
+            build()
+            seconds[name] = time.perf_counter() - start
+        return seconds
+
+    def stats(self) -> dict[str, Any]:
+        """What the knowledge base holds: documents, chunks per level, groups, index sizes, where it lives."""
+        groups = self.store.groups()
+        return {
+            "path": str(self.path), "uri": self.uri, "collection": self.name, "backend": "milvus",
+            "documents": self.store.count_documents(), "chunks": self.store.count_chunks(),
+            "groups": {k: sum(1 for g in groups if g[0] == k) for k in ("temporal", "multiview")},
+            "index_kind": self.settings.get("index", "flat"),
+            "index_sizes": {s: len(ix) for s, ix in self._indexes.items()},
+            "dims": json.loads(self._setting("dims", "null") or "null"),
+            "generation": self.store.generation(), "adapter": None, "levels": list(self.levels),
+            "models": self.built_with(), "profile": "" if self.profile.empty else (self.profile.name or "(unnamed)"),
+        }
