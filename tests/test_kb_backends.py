@@ -10,7 +10,6 @@ by document, level, box, score and text.
 
 from __future__ import annotations
 
-import inspect
 import json
 import subprocess
 import sys
@@ -24,21 +23,15 @@ pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
 datasets = pytest.importorskip("sklearn.datasets", reason="needs scikit-learn (pip install 'kira[demo]')")
 
-from milvus_fixtures import release_lite  # noqa: E402
-
-import kira.pipeline.hops  # noqa: E402
-from kira.knowledge_base import KnowledgeBase  # noqa: E402
-from kira.pipeline import VARIANTS, Kira  # noqa: E402
+from kira.knowledge_base import KnowledgeBase
+from kira.pipeline import VARIANTS, Kira
+from milvus_fixtures import release_lite
 
 BACKENDS = ("embedded", "milvus")
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "coins", "moon", "brick", "hubble_deep_field")
 CAPTIONS = {"astronaut": "an astronaut in a white space suit", "coffee": "a cup of coffee on a saucer",
             "rocket": "a rocket on the launch pad", "moon": "the surface of the moon",
             "china": "a temple roof in china", "flower": "a pink flower in bloom"}
-# hops.py calls the core's residual_hops, which takes only the core's indexes; the dispatch to
-# kira.backends.hops for other indexes is in /work/notes/issue-24.md for the pipeline's owner.
-HOPS_ON_ANY_INDEX = "kira.backends.hops" in inspect.getsource(kira.pipeline.hops)
-NEEDS_HOPS = frozenset(VARIANTS[VARIANTS.index("multi_hop"):])
 
 
 def _rgb(image: np.ndarray) -> np.ndarray:
@@ -91,11 +84,6 @@ def kbs(photos, stack, tmp_path_factory):
     release_lite(root / "milvus" / "milvus.db")
 
 
-def _skip_without_hops(backend: str, variant: str) -> None:
-    if backend == "milvus" and variant in NEEDS_HOPS and not HOPS_ON_ANY_INDEX:
-        pytest.xfail("kira.pipeline.hops still calls the core's residual_hops only (dispatch in the issue-24 notes)")
-
-
 def _answer(result) -> dict:
     return {"items": [(i.doc_id, i.level, i.box, round(float(i.score), 5), i.summary) for i in result.evidence.items],
             "text": result.answer.text, "citations": list(result.answer.citations),
@@ -119,7 +107,6 @@ def test_the_milvus_knowledge_base_holds_what_the_embedded_one_holds(kbs):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_variant_of_a_text_question_answers_alike_on_both_backends(kbs, stack, variant):
-    _skip_without_hops("milvus", variant)
     answers = _ask_both(kbs, stack, "a cup of coffee on a saucer", variant=variant)
     assert answers["embedded"]["items"][0][0] == "coffee"
     assert answers["milvus"] == answers["embedded"]
@@ -127,7 +114,6 @@ def test_every_variant_of_a_text_question_answers_alike_on_both_backends(kbs, st
 
 @pytest.mark.parametrize("variant", ["visual_only", "full"])
 def test_an_image_question_finds_the_same_photo_on_both_backends(kbs, stack, photos, variant):
-    _skip_without_hops("milvus", variant)
     crop = np.ascontiguousarray(photos["rocket"][20:-20, 20:-20])
     answers = _ask_both(kbs, stack, image=crop, variant=variant)
     assert answers["embedded"]["items"][0][0] == "rocket"
@@ -135,7 +121,6 @@ def test_an_image_question_finds_the_same_photo_on_both_backends(kbs, stack, pho
 
 
 def test_text_and_image_together_answer_alike(kbs, stack, photos):
-    _skip_without_hops("milvus", "full")
     both = _ask_both(kbs, stack, "the moon", image=photos["moon"])
     assert both["milvus"] == both["embedded"] and both["embedded"]["items"][0][0] == "moon"
 
@@ -216,9 +201,9 @@ def _reopen_and_ask(path: Path) -> dict:
 
 
 def test_a_knowledge_base_reopened_in_a_new_process_answers_as_before(photos, stack, tmp_path):
-    from kira import DomainProfile, KiraConfig
-
     import dataclasses
+
+    from kira import DomainProfile, KiraConfig
 
     config = dataclasses.replace(KiraConfig(), retrieval=dataclasses.replace(KiraConfig().retrieval, candidates=40))
     profile = DomainProfile(name="photos", concepts=("a cup of coffee",))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import inspect
 
 import pytest
 
@@ -12,14 +11,7 @@ pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
 from milvus_fixtures import rebuilt_on_milvus  # noqa: E402
 
-import kira.pipeline.hops  # noqa: E402
 
-HOPS_ON_ANY_INDEX = "kira.backends.hops" in inspect.getsource(kira.pipeline.hops)
-# the tests that fail with the core's residual_hops refusing a MilvusIndex (all pass with the dispatch)
-NEEDS_HOPS = frozenset({
-    "test_generic_question_keeps_the_image_top_document",
-    "test_named_evidence_survives_a_critic_that_rejects_everything",
-})
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +19,6 @@ def kb(tmp_path_factory):
     """test_pipeline_anchoring's knowledge base, built in Milvus."""
     yield from rebuilt_on_milvus(source.kb, tmp_path_factory)
 
-
-@pytest.fixture(autouse=True)
-def _hops_gate(request):
-    if not HOPS_ON_ANY_INDEX and request.node.name in NEEDS_HOPS:
-        pytest.xfail("kira.pipeline.hops calls the core's residual_hops only (patch in the issue-24 notes)")
 
 
 def test_these_tests_run_on_a_milvus_knowledge_base(kb):

@@ -3,13 +3,12 @@
 test_pipeline_ask's tests that read its ``kb`` fixture are imported as they are; this module's
 ``kb`` runs that fixture with `KnowledgeBase.create` defaulting to ``backend="milvus"``
 (`milvus_fixtures.rebuilt_on_milvus`), so it builds the same knowledge base in Milvus and each
-test asks what it asks of the embedded one. The tests that hop need `kira.pipeline.hops` to
-dispatch to `kira.backends.hops` (see tests/test_kb_backends.py); until it does, they are xfail.
+test asks what it asks of the embedded one. The variants that hop run
+`kira.backends.hops` over the Milvus index (`kira.backends.hops.hops_for`).
 """
 
 from __future__ import annotations
 
-import inspect
 
 import pytest
 
@@ -18,20 +17,7 @@ pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
 from milvus_fixtures import rebuilt_on_milvus  # noqa: E402
 
-import kira.pipeline.hops  # noqa: E402
 
-HOPS_ON_ANY_INDEX = "kira.backends.hops" in inspect.getsource(kira.pipeline.hops)
-# the tests that fail with the core's residual_hops refusing a MilvusIndex (measured: all pass with the dispatch)
-NEEDS_HOPS = frozenset({
-    "test_card_renders_text_json_html", "test_compound_groups_pull_in_the_rest_of_the_sequence",
-    "test_critic_drops_are_reported", "test_evidence_carries_provenance_box_and_thumbnail",
-    "test_every_variant_answers_with_citations_inside_the_pack[multi_hop]",
-    "test_every_variant_answers_with_citations_inside_the_pack[grounded]",
-    "test_every_variant_answers_with_citations_inside_the_pack[full]",
-    "test_fine_grained_ranking_weighs_visual_weight_times_its_scale",
-    "test_image_query_finds_the_same_image_and_runs_fine_grained", "test_reranker_blends_scores",
-    "test_text_and_image_together",
-})
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +25,6 @@ def kb(tmp_path_factory):
     """test_pipeline_ask's knowledge base, built in Milvus."""
     yield from rebuilt_on_milvus(ask_tests.kb, tmp_path_factory)
 
-
-@pytest.fixture(autouse=True)
-def _hops_gate(request):
-    if not HOPS_ON_ANY_INDEX and request.node.name in NEEDS_HOPS:
-        pytest.xfail("kira.pipeline.hops calls the core's residual_hops only (patch in the issue-24 notes)")
 
 
 def test_these_tests_run_on_a_milvus_knowledge_base(kb):

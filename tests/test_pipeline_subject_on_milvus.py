@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import inspect
 
 import pytest
 
@@ -12,16 +11,7 @@ pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
 from milvus_fixtures import rebuilt_on_milvus  # noqa: E402
 
-import kira.pipeline.hops  # noqa: E402
 
-HOPS_ON_ANY_INDEX = "kira.backends.hops" in inspect.getsource(kira.pipeline.hops)
-# the tests that fail with the core's residual_hops refusing a MilvusIndex (all pass with the dispatch)
-NEEDS_HOPS = frozenset({
-    "test_a_claim_about_the_named_subject_never_rests_on_another_subjects_evidence[multi_hop]",
-    "test_a_claim_about_the_named_subject_never_rests_on_another_subjects_evidence[grounded]",
-    "test_a_claim_about_the_named_subject_never_rests_on_another_subjects_evidence[full]",
-    "test_a_question_naming_no_subject_is_answered_from_all_the_evidence",
-})
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +19,6 @@ def kb(tmp_path_factory):
     """test_pipeline_subject's knowledge base, built in Milvus."""
     yield from rebuilt_on_milvus(source.kb, tmp_path_factory)
 
-
-@pytest.fixture(autouse=True)
-def _hops_gate(request):
-    if not HOPS_ON_ANY_INDEX and request.node.name in NEEDS_HOPS:
-        pytest.xfail("kira.pipeline.hops calls the core's residual_hops only (patch in the issue-24 notes)")
 
 
 def test_these_tests_run_on_a_milvus_knowledge_base(kb):

@@ -95,3 +95,13 @@ def residual_hops(index: Any, query: np.ndarray, k: int, *, beta: float = 0.3, m
     trace.scores = np.array([best[i][0] for i in order], dtype=np.float32)
     trace.first_hop = np.array([best[i][1] for i in order], dtype=np.int32)
     return trace
+
+
+def hops_for(index: Any) -> Any:
+    """The residual-hop routine for `index`: the core's `residual_hops` (one C++ call) for the core's
+    own indexes, this module's `residual_hops` (same algorithm, same arguments, same trace fields)
+    for any other `kira.backends.VectorIndex`, such as a Milvus collection's."""
+    from kira import _core
+
+    return _core.residual_hops if isinstance(index, _core.CosineIndex) else residual_hops
+

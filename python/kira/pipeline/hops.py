@@ -1,6 +1,7 @@
 """Stage 3, multi-hop retrieval and compound documents, through the core.
 
-* `residual_hop_rankings`: kira._core.residual_hops on the visual index from the
+* `residual_hop_rankings`: residual hops (kira._core.residual_hops, or kira.backends.hops on
+  another backend's index) on the visual index from the
   primary visual query (q' = normalize(q - beta * mean(hop results)); stops at
   confidence >= 0.85, 3 hops, or a hop with nothing new). Hops after the first become
   rankings "hop2", "hop3" for fusion (the first equals the plain visual search).
@@ -30,14 +31,15 @@ class HopResult:
 
 
 def residual_hop_rankings(kb: Any, query: np.ndarray, config: KiraConfig, allow: np.ndarray | None) -> HopResult:
-    """Run the core's residual hops from `query` (unit, visual index space)."""
-    from kira import _core
+    """Run residual hops from `query` (unit, visual index space): the core's on its own indexes,
+    `kira.backends.hops` on another backend's (a Milvus collection)."""
+    from kira.backends.hops import hops_for
 
     index = kb.index("visual")
     if index is None or len(index) == 0:
         return HopResult()
     k = min(config.retrieval.candidates, len(index))
-    trace = _core.residual_hops(
+    trace = hops_for(index)(  # the core's for its own indexes, kira.backends.hops' for any other
         index, np.ascontiguousarray(query, dtype=np.float32), k,
         beta=config.hops.beta, max_hops=config.hops.max_hops, confidence=config.hops.confidence, allow=allow,
         ef=config.retrieval.search_ef,
