@@ -15,8 +15,15 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from kira.images import ImageLike, load_image
-from kira.knowledge_base.batch_encode import ENCODE_BATCH, MAX_ENCODED_CHARS, encode_batch
+from kira.knowledge_base.batch_encode import (
+    ENCODE_BATCH,
+    MAX_ENCODED_CHARS,
+    encode_batch,
+    encode_texts,
+)
 from kira.knowledge_base.inputs import clean_text, tags_arg
+from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+from kira.reasoning.verifier import summary_pieces
 
 THUMBNAIL_SIDE = 160
 __all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "Writing"]
@@ -30,6 +37,35 @@ def _thumbnail_png(image: np.ndarray) -> bytes:
     buf = io.BytesIO()
     im.save(buf, format="PNG")
     return buf.getvalue()
+
+
+def stored_descriptions(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str]) -> list[list[str]]:
+    """Per item, the descriptions its chunks are stored with (as `_add_images` stores them, cut at
+    `MAX_DESCRIPTION_CHARS`): its chunks' (or its one text's), then its passages'."""
+    out: list[list[str]] = []
+    ti = 0
+    for item, plan in zip(items, plans):
+        chunks = [texts[ti]] if plan is None else [c.description or texts[ti + n] for n, c in enumerate(plan.chunks)]
+        ti += len(chunks)
+        passages = list(item.get("passages", ()))
+        ti += len(passages)
+        out.append([d[:MAX_DESCRIPTION_CHARS] for d in (*chunks, *passages)])
+    return out
+
+
+def encode_pieces(encoder: Any, descriptions: Sequence[Sequence[str]], texts: Sequence[str],
+                  text: np.ndarray) -> list[tuple[list[str], np.ndarray]]:
+    """Per item, its descriptions' distinct text pieces (`kira.reasoning.verifier.summary_pieces`, what the
+    grounding verifier compares a claim with) and their raw vectors: a piece that is one of the `texts`
+    already encoded (rows of `text`) reuses its row; the rest are encoded once each with `encoder`."""
+    known = {t[:MAX_ENCODED_CHARS]: text[n] for n, t in enumerate(texts)}
+    per_item = [list(dict.fromkeys(p for d in item for p in summary_pieces(d))) for item in descriptions]
+    missing = list(dict.fromkeys(p for pieces in per_item for p in pieces if p not in known))
+    if missing:
+        known.update(zip(missing, encode_texts(encoder, missing)))
+    dim = int(text.shape[1]) if text.ndim == 2 else int(encoder.dim)
+    return [(pieces, np.array([known[p] for p in pieces], dtype=np.float32).reshape(len(pieces), dim))
+            for pieces in per_item]
 
 
 def _group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
@@ -136,6 +172,7 @@ class Writing:
         batch = encode_batch(stack, items, self.config.chunking, self.levels, caption_children=self.caption_children)
         plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
         labels, read_lines = batch.labels, batch.read_lines
+        pieces = encode_pieces(stack.text, stored_descriptions(items, plans, texts), texts, text)
         image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
         new_ids: dict[str, list[int]] = {"visual": [], "text": []}
         new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
@@ -144,7 +181,7 @@ class Writing:
         self.store.begin()
         try:
             with self.store.savepoint("kira_batch"):  # the batch is stored whole or not at all
-                for item, plan in zip(items, plans):
+                for n, (item, plan) in enumerate(zip(items, plans)):
                     pixels = item["pixels"]
                     h, w = (pixels.shape[:2] if pixels is not None else (0, 0))
                     self.store.insert_document(
@@ -188,6 +225,7 @@ class Writing:
                         new_ids["text"].append(cid)
                         new_rows["text"].append(text[ti])
                         ti += 1
+                    self.store.insert_pieces(item["doc_id"], *pieces[n])
                     for kind, arg in (("temporal", item["sequence"]), ("multiview", item["view"])):
                         group = _group_arg(arg, "sequence" if kind == "temporal" else "view")
                         if group is not None:

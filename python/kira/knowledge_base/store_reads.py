@@ -8,6 +8,7 @@ rows the derived views read. Every SQL statement kira runs lives in the store.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -102,6 +103,31 @@ class StoreReads:
             ids = np.array([r[0] for r in rows], dtype=np.int64)
             vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
             yield ids, vecs.astype(np.float32)
+
+    def piece_vectors(self, keys: Iterable[tuple[str, str]], dim: int) -> dict[tuple[str, str], np.ndarray]:
+        """{(doc_id, text): float32 raw text vector} of the stored text pieces among `keys`.
+
+        A key not stored is absent; so is a vector that does not hold `dim` float32 values (the
+        caller encodes what is absent). A database without the table (schema < 3, opened
+        read-only) holds none: {}.
+        """
+        wanted = list(dict.fromkeys((str(d), str(t)) for d, t in keys))
+        out: dict[tuple[str, str], np.ndarray] = {}
+        try:
+            for start in range(0, len(wanted), 400):
+                part = wanted[start : start + 400]
+                rows = self.conn.execute(
+                    "SELECT doc_id, text, vector FROM text_pieces WHERE (doc_id, text) IN "
+                    f"(VALUES {','.join(['(?, ?)'] * len(part))})",
+                    [v for key in part for v in key],
+                )
+                out.update(((d, t), np.frombuffer(blob, dtype="<f4").astype(np.float32))
+                           for d, t, blob in rows if len(blob) == 4 * dim)
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a knowledge base from before schema 3, opened read-only
+                return {}
+            raise
+        return out
 
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
         """Rows of the given chunk ids (unknown ids are absent from the result)."""

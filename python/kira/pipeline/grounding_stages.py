@@ -25,6 +25,7 @@ from kira.pipeline.query import Fused
 from kira.pipeline.state import QueryState, StageContext
 from kira.reasoning.subject import enforce_subject
 from kira.reasoning.types import Answer, EvidencePack
+from kira.reasoning.verifier import summary_pieces
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,12 @@ class Verify:
         answer, pack = state.answer, state.pack
         if answer is None or pack is None:
             return state
-        verified = ctx.verifier.verify(dataclasses.replace(answer, similar=()), pack)
+        extra = {}
+        if getattr(ctx.verifier, "encoder", None) is getattr(ctx.models, "text", False):
+            extra["known"] = stored_piece_vectors(ctx.kb, (*pack.items, *pack.similar), ctx.verifier.encoder.dim)
+        verified = ctx.verifier.verify(dataclasses.replace(answer, similar=()), pack, **extra)
         if answer.similar:
-            others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack())
+            others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack(), **extra)
             verified = dataclasses.replace(verified, similar=others.claims, text=answer.text)
         return state.evolve(answer=verified)
 
@@ -139,6 +143,18 @@ def stored_text_vectors(kb: Any, items: Any) -> np.ndarray:
     if rows:
         out[rows] = index.get_vectors(np.array([items[n].chunk_id for n in rows], np.int64))
     return out
+
+
+def stored_piece_vectors(kb: Any, items: Any, dim: int) -> dict[str, np.ndarray]:
+    """{text: raw text vector} of the items' summary pieces (`summary_pieces`) that the knowledge base
+    stored at ingest: what the verifier compares claims with, so that an ask encodes only its claims.
+    Pieces it does not hold (a knowledge base built before it stored them; a summary that is not the
+    chunk's description) are absent, and the verifier encodes them."""
+    store = getattr(kb, "store", None)
+    if store is None or not hasattr(store, "piece_vectors") or not items:
+        return {}
+    keys = [(item.doc_id, piece) for item in items for piece in summary_pieces(item.summary)]
+    return {text: vector for (_, text), vector in store.piece_vectors(keys, dim).items()}
 
 
 def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) -> str:
@@ -186,4 +202,4 @@ def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int
 
 
 __all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse",
-           "subject_documents"]
+           "stored_piece_vectors", "stored_text_vectors", "subject_documents"]

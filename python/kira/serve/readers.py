@@ -88,18 +88,28 @@ class Reader:
         return body
 
     def search(self, text: str | None, pixels: np.ndarray | None, vector: np.ndarray | None, space: str, top_k: int,
-               levels: list[str] | None, filters: Any) -> dict[str, Any]:
-        """Retrieval only (`kira.serve.search`), as the JSON body of POST /search."""
-        from kira.serve.search import allowed_ids, search
+               levels: list[str] | None, filters: Any, variant: str = "full") -> dict[str, Any]:
+        """Retrieval only (`Kira.retrieve`), as the JSON body of POST /search; ApiError 422 for a bad vector."""
+        from kira.pipeline import VectorError
 
         self._refresh()
-        allow = allowed_ids(self.kb, levels, filters)
-        hits, timings = search(self.kb, text=text, pixels=pixels, vector=vector, space=space, top_k=top_k, allow=allow)
-        return {"results": hits, "timings": {k: round(v, 3) for k, v in timings.items()}, "generation": self.generation}
+        try:
+            found = self.kira.retrieve(
+                text, image=pixels, vector=vector, space=space, top_k=top_k, variant=variant, levels=levels,
+                metadata=filters.metadata if filters is not None else None,
+                tags=filters.tags if filters is not None else (),
+                doc_ids=filters.doc_ids if filters is not None else None)
+        except VectorError as exc:
+            raise ApiError(422, "bad_vector", str(exc), "send a flat list of finite numbers, as many as the index "
+                           "named by `space` holds per vector") from None
+        hits = [{"chunk_id": h.chunk_id, "doc_id": h.doc_id, "level": h.level, "score": h.score, "box": h.box,
+                 "paths": list(h.paths)} for h in found.hits]
+        return {"results": hits, "timings": {k: round(v, 3) for k, v in found.timings.items()},
+                "generation": self.generation}
 
     def document(self, doc_id: str) -> dict[str, Any]:
         """A document's stored facts and chunks; ApiError 404 for an unknown id."""
-        from kira.serve.search import _chunk_ids_of
+        from kira.pipeline.retrieve import chunk_ids_of
 
         self._refresh()
         row = self.kb.documents([doc_id]).get(doc_id)
@@ -107,7 +117,7 @@ class Reader:
             raise ApiError(404, "unknown_document", f"no document {doc_id!r} in the knowledge base",
                            "check the id (POST /search lists ids); a document added on a writable server is "
                            "visible once POST /commit has run")
-        chunks = self.kb.store.chunks(_chunk_ids_of(self.kb, [doc_id]))
+        chunks = self.kb.store.chunks(chunk_ids_of(self.kb, [doc_id]))
         return {
             "doc_id": row.doc_id, "source": row.source, "caption": row.caption, "width": row.width,
             "height": row.height, "metadata": row.metadata, "tags": list(row.tags),
