@@ -2,15 +2,23 @@
 
 Asks 20 text questions twice over an existing knowledge base (e.g. the one
 `benchmarks/load_serve.py --build 400 --kb DIR` leaves behind): the first round meets
-every piece of evidence for the first time (the critic and the verifier encode what they
-have not seen), the second finds it cached. Prints p50 milliseconds per stage.
+every piece of evidence for the first time (whatever the critic and the verifier must
+encode that the knowledge base does not store, they encode then), the second finds the
+same questions again. Prints p50 milliseconds per stage and of the whole ask.
 
-Usage: python benchmarks/ask_cost.py KB_DIR [--variant full]
+--check also re-scores every answer with a fresh verifier (every evidence piece encoded
+now, nothing read from the knowledge base) and every critic decision with a fresh critic
+(question and evidence encoded now), and prints the largest difference: what stored
+vectors change in the outputs (nothing, up to float rounding).
+
+Usage: python benchmarks/ask_cost.py KB_DIR [--variant full] [--threads N] [--check] [--out FILE.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
 
 import numpy as np
@@ -20,6 +28,22 @@ QUESTIONS = ("a cat", "a rocket launch", "coffee cup", "coins on a table", "the 
              "stained tissue", "a building roof", "space suit", "handwriting", "a clock", "a single cell", "dark spots")
 
 
+def _differences(kira, result) -> tuple[float, float]:
+    """(largest |claim grounding difference|, largest |critic probability difference|) against fresh models."""
+    from kira.reasoning import GroundingVerifier, SimilarityCritic
+
+    fresh = GroundingVerifier(kira.models.text, kira.config.grounding).verify(result.answer, result.evidence)
+    grounding = max((abs(a.grounding - b.grounding) for a, b in zip(result.answer.claims, fresh.claims)), default=0.0)
+    critic = 0.0
+    if isinstance(kira.critic, SimilarityCritic) and result.card.critic:
+        items = (*result.evidence.items, *result.evidence.dropped)
+        mine = kira.critic.probabilities(result.question or "", items, question_vector=kira.models.text.encode(
+            [result.question])[0])
+        theirs = SimilarityCritic(kira.models.text, kira.config.grounding).probabilities(result.question or "", items)
+        critic = max((abs(a - b) for a, b in zip(mine, theirs)), default=0.0)
+    return grounding, critic
+
+
 def main() -> None:
     from kira.knowledge_base import KnowledgeBase
     from kira.pipeline import Kira
@@ -27,12 +51,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kb")
     parser.add_argument("--variant", default="full")
+    parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads per model (default: its own)")
+    parser.add_argument("--check", action="store_true", help="compare grounding and critic with fresh encodings")
+    parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
-    kb = KnowledgeBase.open(args.kb, read_only=True)
+    models = None
+    if args.threads is not None:
+        from kira.models import load_default
+
+        models = load_default(threads=args.threads)
+    kb = KnowledgeBase.open(args.kb, read_only=True, **({"models": models} if models is not None else {}))
     kira = Kira(kb)
     kira.warm()
-    print(f"{len(kb)} documents, {sum(kb.stats()['chunks'].values())} chunks; variant {args.variant}")
-    for label in ("cold (evidence seen for the first time)", "warm (the same questions again)"):
+    chunks = sum(kb.stats()["chunks"].values())
+    schema = kb.store.schema_version()
+    print(f"{len(kb)} documents, {chunks} chunks, schema {schema}; variant {args.variant}; "
+          f"threads {args.threads or 'default'}; load average {os.getloadavg()[0]:.2f}")
+    report: dict = {"documents": len(kb), "chunks": chunks, "schema": schema, "variant": args.variant, "rounds": {}}
+    worst = [0.0, 0.0]
+    for label in ("cold", "warm"):
         totals, stages = [], {}
         for question in QUESTIONS:
             start = time.perf_counter()
@@ -40,8 +77,22 @@ def main() -> None:
             totals.append((time.perf_counter() - start) * 1000)
             for stage, ms in result.timings.items():
                 stages.setdefault(stage, []).append(ms)
-        parts = ", ".join(f"{s} {np.median(v):.1f}" for s, v in stages.items() if s != "total" and np.median(v) >= 0.5)
-        print(f"{label}: p50 {np.median(totals):.1f} ms ({parts})")
+            if args.check and label == "cold":
+                worst = [max(w, d) for w, d in zip(worst, _differences(kira, result))]
+        p50 = {s: float(np.median(v)) for s, v in stages.items() if s != "total"}
+        report["rounds"][label] = {"p50_ms": float(np.median(totals)), "p90_ms": float(np.percentile(totals, 90)),
+                                   "stages_p50_ms": p50}
+        parts = ", ".join(f"{s} {ms:.1f}" for s, ms in p50.items() if ms >= 0.5)
+        what = "evidence seen for the first time" if label == "cold" else "the same questions again"
+        print(f"{label} ({what}): p50 {np.median(totals):.1f} ms, p90 {np.percentile(totals, 90):.1f} ms ({parts})")
+    if args.check:
+        report["max_difference"] = {"claim_grounding": worst[0], "critic_probability": worst[1]}
+        print(f"stored vs fresh encodings, largest difference: claim grounding {worst[0]:.2e}, "
+              f"critic P(relevant) {worst[1]:.2e}")
+    report["load_average"] = os.getloadavg()[0]
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
     kb.close()
 
 

@@ -107,6 +107,7 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
             pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
             said = {c.plain_text for c in result.answer.claims}
             assert pieces and not (set(encoder.texts) & (pieces - said))  # no evidence piece encoded at ask time
+            assert encoder.texts.count(question) == 1  # the critic reads the question's vector from its encoding
             again = fresh.verify(result.answer, result.evidence)  # every piece encoded now
             assert again.grounding == pytest.approx(result.answer.grounding, abs=1e-5)
             for mine, theirs in zip(result.answer.claims, again.claims):
@@ -114,6 +115,21 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
                 assert mine.hallucination_risk == theirs.hallucination_risk
             claims += len(result.answer.claims)
         assert claims >= len(QUESTIONS)
+
+
+def test_the_critic_judges_the_same_with_the_question_vector_given(minilm):
+    from kira.reasoning.critic import SimilarityCritic
+    from kira.reasoning.types import EvidenceItem
+
+    critic = SimilarityCritic(minilm)
+    items = [EvidenceItem(n, n, name, "document", 1.0, ("text",), caption)
+             for n, (name, caption) in enumerate(CAPTIONS.items(), start=1)]
+    for question in QUESTIONS:
+        given = 2.5 * minilm.encode([question])[0]  # any length: the critic normalises it
+        assert critic.probabilities(question, items, question_vector=given) == pytest.approx(
+            SimilarityCritic(minilm).probabilities(question, items), abs=1e-6)
+    decision = critic.filter(QUESTIONS[1], items, question_vector=minilm.encode([QUESTIONS[1]])[0])
+    assert [i.doc_id for i in decision.kept][:1] == ["cat"]
 
 
 def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(tmp_path, minilm):

@@ -111,18 +111,21 @@ class StoreReads:
         caller encodes what is absent). A database without the table (schema < 3, opened
         read-only) holds none: {}.
         """
-        wanted = list(dict.fromkeys((str(d), str(t)) for d, t in keys))
+        by_doc: dict[str, dict[str, None]] = {}
+        for d, t in keys:
+            by_doc.setdefault(str(d), {})[str(t)] = None
         out: dict[tuple[str, str], np.ndarray] = {}
         try:
-            for start in range(0, len(wanted), 400):
-                part = wanted[start : start + 400]
-                rows = self.conn.execute(
-                    "SELECT doc_id, text, vector FROM text_pieces WHERE (doc_id, text) IN "
-                    f"(VALUES {','.join(['(?, ?)'] * len(part))})",
-                    [v for key in part for v in key],
-                )
-                out.update(((d, t), np.frombuffer(blob, dtype="<f4").astype(np.float32))
-                           for d, t, blob in rows if len(blob) == 4 * dim)
+            for doc, wanted in by_doc.items():  # one primary-key range per document
+                texts = list(wanted)
+                for start in range(0, len(texts), 900):
+                    part = texts[start : start + 900]
+                    rows = self.conn.execute(
+                        f"SELECT text, vector FROM text_pieces WHERE doc_id = ? AND text IN ({','.join('?' * len(part))})",
+                        [doc, *part],
+                    )
+                    out.update(((doc, t), np.frombuffer(blob, dtype="<f4").astype(np.float32))
+                               for t, blob in rows if len(blob) == 4 * dim)
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):  # a knowledge base from before schema 3, opened read-only
                 return {}

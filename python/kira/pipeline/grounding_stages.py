@@ -53,7 +53,10 @@ class Critic:
         query = critic_query(ctx, state.question, state.pixels)
         extra = {}
         if items and getattr(ctx.critic, "encoder", None) is getattr(ctx.models, "text", False):
-            extra["item_vectors"] = stored_text_vectors(ctx.kb, items)  # the ask encodes only the question
+            extra["item_vectors"] = stored_text_vectors(ctx.kb, items)  # the ask encodes nothing here
+            q = state.query
+            if q is not None and q.text_vector is not None and q.text_query == query and not q.text_from_caption:
+                extra["question_vector"] = q.text_vector  # the question as the query encoding embedded it
         decision = ctx.critic.filter(query, items, ctx.config.grounding.critic_threshold, **extra)
         protected = {i.chunk_id for i in decision.dropped if "identifier" in (i.paths or ())}
         notes = []
