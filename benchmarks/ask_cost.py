@@ -11,7 +11,11 @@ now, nothing read from the knowledge base) and every critic decision with a fres
 (question and evidence encoded now), and prints the largest difference: what stored
 vectors change in the outputs (nothing, up to float rounding).
 
-Usage: python benchmarks/ask_cost.py KB_DIR [--variant full] [--threads N] [--check] [--out FILE.json]
+Wall time on a shared machine moves with its load; the CPU time of the process per ask
+(all its threads) moves less, and is printed beside it.
+
+Usage: python benchmarks/ask_cost.py KB_DIR [--variant full] [--threads N] [--no-thumbnails] [--check]
+       [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -51,40 +55,48 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("kb")
     parser.add_argument("--variant", default="full")
-    parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads per model (default: its own)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="onnxruntime threads per model and BLAS threads, as `kira serve --model-threads` sets "
+                             "them (default: their own)")
+    parser.add_argument("--no-thumbnails", action="store_true",
+                        help="evidence without decoded thumbnails (as kira serve asks unless card=html)")
     parser.add_argument("--check", action="store_true", help="compare grounding and critic with fresh encodings")
     parser.add_argument("--out", help="write the figures as JSON here")
     args = parser.parse_args()
     models = None
     if args.threads is not None:
-        from kira.models import load_default
+        from kira.serve.readers import load_models
 
-        models = load_default(threads=args.threads)
+        models = load_models(None, args.threads)
     kb = KnowledgeBase.open(args.kb, read_only=True, **({"models": models} if models is not None else {}))
     kira = Kira(kb)
     kira.warm()
     chunks = sum(kb.stats()["chunks"].values())
     schema = kb.store.schema_version()
     print(f"{len(kb)} documents, {chunks} chunks, schema {schema}; variant {args.variant}; "
-          f"threads {args.threads or 'default'}; load average {os.getloadavg()[0]:.2f}")
-    report: dict = {"documents": len(kb), "chunks": chunks, "schema": schema, "variant": args.variant, "rounds": {}}
+          f"threads {args.threads or 'default'}; thumbnails {not args.no_thumbnails}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    report: dict = {"documents": len(kb), "chunks": chunks, "schema": schema, "variant": args.variant,
+                    "threads": args.threads, "thumbnails": not args.no_thumbnails, "rounds": {}}
     worst = [0.0, 0.0]
     for label in ("cold", "warm"):
-        totals, stages = [], {}
+        totals, cpu, stages = [], [], {}
         for question in QUESTIONS:
-            start = time.perf_counter()
-            result = kira.ask(question, variant=args.variant)
+            start, start_cpu = time.perf_counter(), time.process_time()
+            result = kira.ask(question, variant=args.variant, thumbnails=not args.no_thumbnails)
             totals.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - start_cpu) * 1000)
             for stage, ms in result.timings.items():
                 stages.setdefault(stage, []).append(ms)
             if args.check and label == "cold":
                 worst = [max(w, d) for w, d in zip(worst, _differences(kira, result))]
         p50 = {s: float(np.median(v)) for s, v in stages.items() if s != "total"}
         report["rounds"][label] = {"p50_ms": float(np.median(totals)), "p90_ms": float(np.percentile(totals, 90)),
-                                   "stages_p50_ms": p50}
+                                   "cpu_p50_ms": float(np.median(cpu)), "stages_p50_ms": p50}
         parts = ", ".join(f"{s} {ms:.1f}" for s, ms in p50.items() if ms >= 0.5)
         what = "evidence seen for the first time" if label == "cold" else "the same questions again"
-        print(f"{label} ({what}): p50 {np.median(totals):.1f} ms, p90 {np.percentile(totals, 90):.1f} ms ({parts})")
+        print(f"{label} ({what}): p50 {np.median(totals):.1f} ms, p90 {np.percentile(totals, 90):.1f} ms, "
+              f"CPU p50 {np.median(cpu):.1f} ms ({parts})")
     if args.check:
         report["max_difference"] = {"claim_grounding": worst[0], "critic_probability": worst[1]}
         print(f"stored vs fresh encodings, largest difference: claim grounding {worst[0]:.2e}, "

@@ -39,7 +39,7 @@ class SelectEvidence:
         n = self.per_result * state.top_k
         chosen, rows = diverse(ctx.kb, state.fused, ctx.max_per_document, n)
         items = build_items(ctx.kb, [c for c, _ in chosen], [s for _, s in chosen], state.fused.paths,
-                            state.fused.cosine, rows=rows)
+                            state.fused.cosine, rows=rows, thumbnails=ctx.thumbnails)
         return state.evolve(candidates=tuple(items), kept=tuple(items[: state.top_k]))
 
 

@@ -89,6 +89,7 @@ class StageContext:
     verifier: Any  # kira.reasoning.GroundingVerifier
     analysis: Any  # kira.pipeline.question.QuestionAnalysis
     max_per_document: int = 2  # at most this many chunks of one document in the evidence
+    thumbnails: bool = True  # evidence items carry their document's decoded thumbnail (for HTML cards)
 
 
 @runtime_checkable
