@@ -14,8 +14,13 @@ vectors change in the outputs (nothing, up to float rounding).
 Wall time on a shared machine moves with its load; the CPU time of the process per ask
 (all its threads) moves less, and is printed beside it.
 
+--ingest-cost N instead adds N photographs (as `load_serve.py --build` makes them) to two new
+knowledge bases, one as kira does and one with the text-pieces step left out, and prints
+what encoding the pieces at ingest costs.
+
 Usage: python benchmarks/ask_cost.py KB_DIR [--variant full] [--threads N] [--no-thumbnails] [--check]
        [--out FILE.json]
+       python benchmarks/ask_cost.py --ingest-cost 40 [--threads N]
 """
 
 from __future__ import annotations
@@ -48,12 +53,43 @@ def _differences(kira, result) -> tuple[float, float]:
     return grounding, critic
 
 
+def ingest_cost(n: int, models) -> None:
+    """Add `n` photographs to a new knowledge base with and without the text pieces; print the time."""
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import kira.knowledge_base.kb_writing as writing
+    from kira.knowledge_base import KnowledgeBase
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import load_serve
+
+    real = writing.encode_pieces
+
+    def left_out(encoder, descriptions, texts, text, stored=None):
+        return [([], np.zeros((0, text.shape[1]), np.float32)) for _ in descriptions]
+
+    for label, step in (("without text pieces", left_out), ("with text pieces", real)):
+        writing.encode_pieces = step
+        with tempfile.TemporaryDirectory() as tmp:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            load_serve.build(Path(tmp) / "kb", n, models=models)
+            wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+            size = (Path(tmp) / "kb" / "kira.sqlite").stat().st_size
+        print(f"{label}: {n} documents in {wall:.1f} s wall, {cpu:.1f} s CPU, database {size / 1e6:.1f} MB "
+              f"(load average {os.getloadavg()[0]:.2f})")
+    writing.encode_pieces = real
+
+
 def main() -> None:
     from kira.knowledge_base import KnowledgeBase
     from kira.pipeline import Kira
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kb")
+    parser.add_argument("kb", nargs="?")
+    parser.add_argument("--ingest-cost", type=int, default=0, metavar="N",
+                        help="measure what the text pieces cost at ingest over N documents instead")
     parser.add_argument("--variant", default="full")
     parser.add_argument("--threads", type=int, default=None,
                         help="onnxruntime threads per model and BLAS threads, as `kira serve --model-threads` sets "
@@ -68,6 +104,11 @@ def main() -> None:
         from kira.serve.readers import load_models
 
         models = load_models(None, args.threads)
+    if args.ingest_cost:
+        ingest_cost(args.ingest_cost, models)
+        return
+    if not args.kb:
+        parser.error("give a knowledge base directory (or --ingest-cost N)")
     kb = KnowledgeBase.open(args.kb, read_only=True, **({"models": models} if models is not None else {}))
     kira = Kira(kb)
     kira.warm()

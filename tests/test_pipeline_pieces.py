@@ -79,6 +79,23 @@ def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_wi
         assert _pieces(kb, "astronaut") == {} and _pieces(kb, "manual")
 
 
+def test_a_piece_another_document_holds_is_reused_not_encoded_again(tmp_path):
+    encoder = Recording(HashingTextEncoder())
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(text=encoder)) as kb:
+        kb.add_image(photo(0), doc_id="first", caption=CAPTIONS["astronaut"], tags=["suit"])
+        encoder.texts = []
+        kb.add_image(photo(4), doc_id="second", caption=CAPTIONS["astronaut"], tags=["suit"])  # same size and text
+        first, second = _pieces(kb, "first"), _pieces(kb, "second")
+        shared = set(first) & set(second)
+        assert "A flag stands behind her;" in shared and "tags: suit;" in shared
+        assert not shared & set(encoder.texts) and set(second) - shared <= set(encoder.texts) | set(first)
+        for text in shared:
+            np.testing.assert_array_equal(first[text], second[text])
+        kb.remove("first")
+        kb.commit()
+        assert _pieces(kb, "first") == {} and set(_pieces(kb, "second")) == set(second)
+
+
 def test_a_failed_batch_stores_no_pieces(tmp_path, monkeypatch):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
         kb.add_image(photo(1), doc_id="cat", caption=CAPTIONS["cat"])

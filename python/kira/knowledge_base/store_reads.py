@@ -132,6 +132,25 @@ class StoreReads:
             raise
         return out
 
+    def stored_piece_texts(self, texts: Iterable[str], dim: int) -> dict[str, np.ndarray]:
+        """{text: float32 raw vector} for the `texts` some document already stores as a text piece (any
+        document's; the same text has the same encoding). Texts not stored, or stored with a vector of
+        another length, are absent; a database without the table gives {}."""
+        wanted = list(dict.fromkeys(str(t) for t in texts))
+        out: dict[str, np.ndarray] = {}
+        try:
+            for start in range(0, len(wanted), 900):
+                part = wanted[start : start + 900]
+                rows = self.conn.execute(
+                    f"SELECT text, vector FROM text_pieces WHERE text IN ({','.join('?' * len(part))})", part)
+                out.update((t, np.frombuffer(blob, dtype="<f4").astype(np.float32))
+                           for t, blob in rows if len(blob) == 4 * dim and t not in out)
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise
+        return out
+
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
         """Rows of the given chunk ids (unknown ids are absent from the result)."""
         out: dict[int, ChunkRow] = {}

@@ -80,9 +80,12 @@ _SCHEMA_V2 = (
 # verifying an answer encodes the claims only, not the evidence (1.1 s of a cold ask on 9.7k
 # chunks). Keyed by (document, text): the caption's sentences and the tags, which every chunk of
 # a document repeats, are stored once per document; removing the document removes them.
+# The text index lets a new document reuse a piece another document already holds (a patch's location
+# in images of the same size, a shared tag) instead of encoding it again.
 _SCHEMA_V3 = (
     ("CREATE TABLE IF NOT EXISTS text_pieces (doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, "
      "text TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (doc_id, text))"),
+    "CREATE INDEX IF NOT EXISTS text_pieces_text ON text_pieces(text)",
 )
 
 # version -> the statements that upgrade from version - 1. Version 1 is the initial schema.
