@@ -60,7 +60,6 @@ def ingest_cost(n: int, models) -> None:
     from pathlib import Path
 
     import kira.knowledge_base.kb_writing as writing
-    from kira.knowledge_base import KnowledgeBase
 
     sys.path.insert(0, str(Path(__file__).parent))
     import load_serve
