@@ -51,6 +51,10 @@ def test_a_raw_vector_finds_the_chunk_it_was_stored_for_in_either_space(kb):
     vector = kb.index("text").get_vectors(np.array([document], np.int64))[0]
     hits = kira.retrieve(vector=vector, space="text", top_k=3, variant="dual_path").hits
     assert hits[0].chunk_id == document and hits[0].paths == ("text",) and hits[0].cosine == pytest.approx(1, abs=1e-4)
+    coffee = kb.store.document_chunk_ids(["coffee-2"])["coffee-2"]
+    vector = kb.index("text").get_vectors(np.array([coffee], np.int64))[0]
+    both = kira.retrieve(image=photo(2), vector=vector, space="text", top_k=10)  # the vector stands for a question
+    assert both.hits[0].doc_id == "coffee-2" and any("text" in h.paths for h in both.hits)
     by_text = kira.retrieve("a photo of a coffee", top_k=3)
     assert by_text.hits[0].doc_id.startswith("coffee") and by_text.timings["total"] > 0
 

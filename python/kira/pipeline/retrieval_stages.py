@@ -77,7 +77,8 @@ class TextSearch:
         from_question += lexical_rankings(kb, q, cfg, state.allow)
         trace = {}
         if image_ranking is not None:
-            specificity = kb.lexical().specificity(state.question or q.text_query)
+            words = state.question or q.text_query
+            specificity = kb.lexical().specificity(words) if words else 1.0  # a raw text vector has no words to weigh
             trace["question_specificity"] = round(specificity, 4)
             scale = specificity if cfg.anchor_by_specificity else 1.0
             from_question = anchor_to_image(kb, image_ranking, from_question, scale, cfg)

@@ -69,8 +69,11 @@ class _GivenVector:
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         state = self.inner.run(state, ctx)
-        slot = "image_vector" if self.space == "visual" else "text_vector"
-        return state.evolve(query=dataclasses.replace(state.query, **{slot: self.vector}))
+        if self.space == "visual":
+            given = {"image_vector": self.vector}
+        else:  # the question's vector, weighed as a question's (not as a description of the query image)
+            given = {"text_vector": self.vector, "text_from_caption": False}
+        return state.evolve(query=dataclasses.replace(state.query, **given))
 
 
 def check_vector(kb: Any, vector: Any, space: str) -> np.ndarray:
