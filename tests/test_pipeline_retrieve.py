@@ -109,8 +109,10 @@ def test_bad_queries_get_a_clear_error(kb):
         kira.retrieve("cat", top_k=0)
     with pytest.raises(TypeError, match="wrap it"):
         kira.retrieve("cat", tags="cat")
+    with pytest.raises(TypeError, match="metadata must be a mapping"):
+        kira.retrieve("cat", metadata=["subject", "cat"])
 
 
 def test_an_empty_knowledge_base_retrieves_nothing(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
-        assert Kira(kb).retrieve("anything").hits == ()
+        assert Kira(kb).retrieve("anything").hits == () and Kira(kb).retrieve(vector=[1.0, 2.0]).hits == ()

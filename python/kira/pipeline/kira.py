@@ -270,6 +270,8 @@ class Kira:
             raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
         if isinstance(tags, str) or isinstance(doc_ids, str):
             raise TypeError("tags and doc_ids are lists of strings, not one string; wrap it: tags=[tag]")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a mapping of key -> required value; got {type(metadata).__name__}")
         question = (clean_text(question, "question") or "").strip()
         pixels = load_image(image) if image is not None else None
         if not question and pixels is None and vector is None:
@@ -282,9 +284,9 @@ class Kira:
             self._check_levels(levels)
         kb = self.kb
         kb.refresh()
-        unit = check_vector(kb, vector, space) if vector is not None else None
         if kb.index("visual") is None and kb.index("text") is None:
-            return Retrieval(())
+            return Retrieval(())  # an empty knowledge base
+        unit = check_vector(kb, vector, space) if vector is not None else None
         allow = allowed_ids(kb, levels, metadata, tags, doc_ids)
         ctx = StageContext(kb=kb, models=self.models, config=self.config, profile=self.profile,
                            generator=self.generator, critic=None, verifier=None, analysis=self.analysis,
