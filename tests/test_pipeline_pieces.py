@@ -134,6 +134,34 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
         assert claims >= len(QUESTIONS)
 
 
+def test_a_knowledge_base_built_before_gets_its_pieces_once_asked_to(tmp_path):
+    encoder = HashingTextEncoder()
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(text=encoder)) as kb:
+        for n, name in enumerate(("cat", "coffee", "rocket")):
+            kb.add_image(photo(n + 1), doc_id=name, caption=CAPTIONS[name])
+        kb.add_document("manual", passages=["The pad is cleared at T-10. Crews wait; the tower retracts."])
+        kb.commit()
+        before = {doc: _pieces(kb, doc) for doc in ("cat", "coffee", "rocket", "manual")}
+        generation = kb.store.generation()
+        kb.store.conn.execute("DELETE FROM text_pieces WHERE doc_id IN ('coffee', 'manual')")  # as if never stored
+        kb.add_image(photo(5), doc_id="cat2", caption=CAPTIONS["cat"])
+        with pytest.raises(ValueError, match="commit"):
+            kb.store_text_pieces()
+        kb.commit()
+        with pytest.raises(ValueError, match="batch must be an integer"):
+            kb.store_text_pieces(batch=0)
+        assert kb.store_text_pieces(batch=1) == 2 and kb.store_text_pieces() == 0
+        for doc, pieces in before.items():
+            after = _pieces(kb, doc)
+            assert set(after) == set(pieces)
+            for text in pieces:
+                np.testing.assert_allclose(after[text], pieces[text], atol=1e-6)
+        assert kb.store.generation() == generation + 1  # only the commit of cat2
+    with KnowledgeBase.open(tmp_path / "kb", models=FakeStack(text=encoder), read_only=True) as kb:
+        with pytest.raises(ValueError, match="read-only"):
+            kb.store_text_pieces()
+
+
 def test_the_critic_judges_the_same_with_the_question_vector_given(minilm):
     from kira.reasoning.critic import SimilarityCritic
     from kira.reasoning.types import EvidenceItem
@@ -174,3 +202,8 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
         kb.add_image(photo(5), doc_id="cat2", caption=CAPTIONS["cat"])
         kb.commit()
         assert _pieces(kb, "cat2") and Kira(kb).ask(QUESTIONS[1]).answer.claims
+        assert kb.store_text_pieces() == len(CAPTIONS) and _pieces(kb, "cat")  # the old documents, filled
+        encoder.texts = []
+        result = Kira(kb).ask(QUESTIONS[0])
+        pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
+        assert pieces and not (pieces - {c.plain_text for c in result.answer.claims}) & set(encoder.texts)

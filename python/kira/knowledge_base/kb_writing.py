@@ -253,6 +253,39 @@ class Writing:
         self._caches.clear()
         return [item["doc_id"] for item in items]
 
+    def store_text_pieces(self, *, batch: int = 32) -> int:
+        """Encode and store the text pieces of every document that has none: what a knowledge base built
+        before kira stored them needs so that verifying answers encodes only the claims (until then the
+        verifier encodes the evidence it meets, with the same scores). Commits after each `batch`
+        documents; the indexes and the generation do not change. Returns how many documents got pieces.
+
+        Raises ValueError on a read-only knowledge base, with changes not yet committed, or batch < 1.
+        """
+        self._writable()
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+        if self.store.in_transaction:
+            raise ValueError("the knowledge base has changes not yet committed: commit() them first")
+        todo = self.store.documents_without_pieces()
+        if not todo:
+            return 0
+        self._ensure_dims()  # the stack's text encoder is the one the knowledge base was built with
+        encoder = self.models.text
+        dim = int(encoder.dim)
+        filled = 0
+        for start in range(0, len(todo), batch):
+            part = todo[start : start + batch]
+            descriptions = self.store.descriptions(part)
+            pieces = encode_pieces(encoder, [descriptions[d] for d in part], [], np.zeros((0, dim), np.float32),
+                                   stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
+            self.store.begin()
+            for doc_id, (texts, vectors) in zip(part, pieces):
+                if texts:
+                    self.store.insert_pieces(doc_id, texts, vectors)
+                    filled += 1
+            self.store.commit_meta()  # no index reads the pieces: nothing for readers to rebuild
+        return filled
+
     def remove(self, doc_id: str) -> None:
         """Remove a document and all its chunks. Unknown id -> ValueError."""
         self._writable()

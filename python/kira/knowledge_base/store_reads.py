@@ -151,6 +151,31 @@ class StoreReads:
             raise
         return out
 
+    def documents_without_pieces(self) -> list[str]:
+        """Ids of the documents that have chunks but no stored text pieces (stored before kira kept them),
+        sorted; every document with chunks when the database has no text_pieces table."""
+        try:
+            rows = self.conn.execute(
+                "SELECT DISTINCT c.doc_id FROM chunks c WHERE NOT EXISTS "
+                "(SELECT 1 FROM text_pieces p WHERE p.doc_id = c.doc_id) ORDER BY c.doc_id")
+            return [r[0] for r in rows]
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT doc_id FROM chunks ORDER BY doc_id")]
+
+    def descriptions(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
+        """doc_id -> the descriptions of its chunks, by chunk id."""
+        docs = list(dict.fromkeys(doc_ids))
+        out: dict[str, list[str]] = {d: [] for d in docs}
+        for start in range(0, len(docs), 900):
+            part = docs[start : start + 900]
+            rows = self.conn.execute(
+                f"SELECT doc_id, description FROM chunks WHERE doc_id IN ({','.join('?' * len(part))}) ORDER BY id", part)
+            for doc, description in rows:
+                out[doc].append(description or "")
+        return out
+
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
         """Rows of the given chunk ids (unknown ids are absent from the result)."""
         out: dict[int, ChunkRow] = {}
