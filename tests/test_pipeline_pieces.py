@@ -157,9 +157,9 @@ def test_a_knowledge_base_built_before_gets_its_pieces_once_asked_to(tmp_path):
             for text in pieces:
                 np.testing.assert_allclose(after[text], pieces[text], atol=1e-6)
         assert kb.store.generation() == generation + 1  # only the commit of cat2
-    with KnowledgeBase.open(tmp_path / "kb", models=FakeStack(text=encoder), read_only=True) as kb:
-        with pytest.raises(ValueError, match="read-only"):
-            kb.store_text_pieces()
+    with KnowledgeBase.open(tmp_path / "kb", models=FakeStack(text=encoder), read_only=True) as kb, \
+            pytest.raises(ValueError, match="read-only"):
+        kb.store_text_pieces()
 
 
 def test_the_critic_judges_the_same_with_the_question_vector_given(minilm):
