@@ -162,6 +162,16 @@ def test_a_knowledge_base_built_before_gets_its_pieces_once_asked_to(tmp_path):
         kb.store_text_pieces()
 
 
+def test_pieces_stored_by_another_text_encoder_are_not_used(tmp_path, minilm):
+    _build(tmp_path / "kb", FakeStack(text=minilm))
+    other = Recording(minilm)  # the same vectors, but not the encoder the knowledge base records: trust nothing
+    with KnowledgeBase.open(tmp_path / "kb", models=FakeStack(text=other), read_only=True) as kb:
+        result = Kira(kb).ask(QUESTIONS[2])
+        cited = {n for claim in result.answer.claims for n in claim.citations}
+        pieces = {p for item in result.evidence.items if item.number in cited for p in summary_pieces(item.summary)}
+        assert pieces and pieces <= set(other.texts)  # every piece the verifier read, it encoded
+
+
 def test_the_critic_judges_the_same_with_the_question_vector_given(minilm):
     from kira.reasoning.critic import SimilarityCritic
     from kira.reasoning.types import EvidenceItem

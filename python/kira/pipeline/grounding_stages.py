@@ -123,7 +123,8 @@ class Verify:
         if answer is None or pack is None:
             return state
         extra = {}
-        if getattr(ctx.verifier, "encoder", None) is getattr(ctx.models, "text", False):
+        if getattr(ctx.verifier, "encoder", None) is getattr(ctx.models, "text", False) and \
+                built_with_this_text_encoder(ctx.kb, ctx.models):
             extra["known"] = stored_piece_vectors(ctx.kb, (*pack.items, *pack.similar), ctx.verifier.encoder.dim)
         verified = ctx.verifier.verify(dataclasses.replace(answer, similar=()), pack, **extra)
         if answer.similar:
@@ -146,6 +147,22 @@ def stored_text_vectors(kb: Any, items: Any) -> np.ndarray:
     if rows:
         out[rows] = index.get_vectors(np.array([items[n].chunk_id for n in rows], np.int64))
     return out
+
+
+def built_with_this_text_encoder(kb: Any, models: Any) -> bool:
+    """Whether `models`' text encoder is the one that built `kb` (its recorded identity, or class name for a
+    knowledge base that recorded none); True when the knowledge base records nothing. Vectors stored by
+    another encoder are not this one's, whatever their length."""
+    built_with = getattr(kb, "built_with", None)
+    if built_with is None:
+        return True
+    memo = getattr(kb, "memo", None)
+    built = (memo("pipeline:built_with", built_with) if memo is not None else built_with()).get("text")
+    if not built:
+        return True
+    text = getattr(models, "text", None)
+    mine = models.identity().get("text") if hasattr(models, "identity") else None
+    return built in (mine, type(text).__name__)
 
 
 def stored_piece_vectors(kb: Any, items: Any, dim: int) -> dict[str, np.ndarray]:
@@ -205,4 +222,4 @@ def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int
 
 
 __all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse",
-           "stored_piece_vectors", "stored_text_vectors", "subject_documents"]
+           "built_with_this_text_encoder", "stored_piece_vectors", "stored_text_vectors", "subject_documents"]
