@@ -156,8 +156,7 @@ def built_with_this_text_encoder(kb: Any, models: Any) -> bool:
     built_with = getattr(kb, "built_with", None)
     if built_with is None:
         return True
-    memo = getattr(kb, "memo", None)
-    built = (memo("pipeline:built_with", built_with) if memo is not None else built_with()).get("text")
+    built = built_with().get("text")  # one small meta read
     if not built:
         return True
     text = getattr(models, "text", None)
