@@ -76,8 +76,8 @@ def _photos() -> dict[str, np.ndarray]:
     return out
 
 
-def build(path: Path, n: int, seed: int = 0) -> None:
-    """A knowledge base of `n` transformed photographs at `path` (default model stack)."""
+def build(path: Path, n: int, seed: int = 0, models: Any = None) -> None:
+    """A knowledge base of `n` transformed photographs at `path` (`models`, default: the default stack)."""
     from PIL import Image
 
     from kira.knowledge_base import KnowledgeBase
@@ -85,7 +85,7 @@ def build(path: Path, n: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     photos = _photos()
     names = sorted(photos)
-    kb = KnowledgeBase.create(path)
+    kb = KnowledgeBase.create(path, **({"models": models} if models is not None else {}))
     start = time.perf_counter()
     for i in range(n):
         name = names[i % len(names)]

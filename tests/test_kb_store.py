@@ -15,6 +15,7 @@ import pytest
 from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
+from kira.knowledge_base.store import SCHEMA_VERSION
 
 RED, GREEN, BLUE = (1, 0, 0), (0, 1, 0), (0, 0, 1)
 
@@ -302,7 +303,7 @@ def test_a_version_1_database_is_migrated_by_a_writer_and_read_as_it_is(tmp_path
         assert reader.store.schema_version() == 1 and "chunks_with_visual" not in indexes(reader)
         assert len(reader.store.chunk_ids(space="visual")) == len(reader.index("visual")) > 0
     with KnowledgeBase.open(path, models=FakeStack()) as kb:
-        assert kb.store.schema_version() == 2 and {"chunks_with_visual", "chunks_with_text"} <= indexes(kb)
+        assert kb.store.schema_version() == SCHEMA_VERSION and {"chunks_with_visual", "chunks_with_text"} <= indexes(kb)
         plan = kb.store.conn.execute("EXPLAIN QUERY PLAN SELECT id FROM chunks WHERE visual IS NOT NULL ORDER BY id")
         assert "chunks_with_visual" in " ".join(str(row) for row in plan.fetchall())
         assert kb.repair.clean and sorted(kb.documents()) == ["blue", "red"]

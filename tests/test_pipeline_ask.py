@@ -152,6 +152,10 @@ def test_evidence_carries_provenance_box_and_thumbnail(kb):
     for i in result.evidence.items:
         counts[i.doc_id] = counts.get(i.doc_id, 0) + 1
     assert max(counts.values()) <= 2
+    bare = Kira(kb).ask("green lawn with a yellow flower", variant="full", top_k=5, thumbnails=False)
+    assert all(i.thumbnail is None for i in (*bare.evidence.items, *bare.evidence.dropped))
+    assert bare.answer.text == result.answer.text and bare.answer.grounding == result.answer.grounding
+    assert [i.chunk_id for i in bare.evidence.items] == [i.chunk_id for i in result.evidence.items]
 
 
 def test_card_renders_text_json_html(kb):

@@ -106,3 +106,16 @@ def test_idle_threads_run_the_idle_callback_and_an_open_error_is_raised_by_start
     failing = ThreadPool("broken", 1, 0, open=broken)
     with pytest.raises(ValueError, match="cannot open"):
         failing.start()
+
+
+def test_the_service_caps_blas_threads_so_small_products_do_not_wait_for_busy_cores():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from kira.serve.readers import limit_blas_threads
+
+    blas = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+    if not blas:  # pragma: no cover - numpy always links a BLAS here
+        pytest.skip("numpy reports no BLAS")
+    with threadpoolctl.threadpool_limits(limits=None):  # restores the process's limits afterwards
+        assert limit_blas_threads(None) is False
+        assert limit_blas_threads(1) is True
+        assert {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"} == {1}

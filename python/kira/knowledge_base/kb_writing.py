@@ -15,8 +15,15 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from kira.images import ImageLike, load_image
-from kira.knowledge_base.batch_encode import ENCODE_BATCH, MAX_ENCODED_CHARS, encode_batch
+from kira.knowledge_base.batch_encode import (
+    ENCODE_BATCH,
+    MAX_ENCODED_CHARS,
+    encode_batch,
+    encode_texts,
+)
 from kira.knowledge_base.inputs import clean_text, tags_arg
+from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+from kira.reasoning.verifier import summary_pieces
 
 THUMBNAIL_SIDE = 160
 __all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "Writing"]
@@ -30,6 +37,42 @@ def _thumbnail_png(image: np.ndarray) -> bytes:
     buf = io.BytesIO()
     im.save(buf, format="PNG")
     return buf.getvalue()
+
+
+def stored_descriptions(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str]) -> list[list[str]]:
+    """Per item, the descriptions its chunks are stored with (as `_add_images` stores them, cut at
+    `MAX_DESCRIPTION_CHARS`): its chunks' (or its one text's), then its passages'."""
+    out: list[list[str]] = []
+    ti = 0
+    for item, plan in zip(items, plans):
+        chunks = [texts[ti]] if plan is None else [c.description or texts[ti + n] for n, c in enumerate(plan.chunks)]
+        ti += len(chunks)
+        passages = list(item.get("passages", ()))
+        ti += len(passages)
+        out.append([d[:MAX_DESCRIPTION_CHARS] for d in (*chunks, *passages)])
+    return out
+
+
+def encode_pieces(encoder: Any, descriptions: Sequence[Sequence[str]], texts: Sequence[str],
+                  text: np.ndarray, stored: Any = None) -> list[tuple[list[str], np.ndarray]]:
+    """Per item, its descriptions' distinct text pieces (`kira.reasoning.verifier.summary_pieces`, what the
+    grounding verifier compares a claim with) and their raw vectors: a piece that is one of the `texts`
+    already encoded (rows of `text`) reuses its row, one that another document already stores reuses that
+    (`stored(texts)` -> {text: vector}, e.g. `Store.stored_piece_texts`); the rest are encoded once each
+    with `encoder`."""
+    known = {t[:MAX_ENCODED_CHARS]: text[n] for n, t in enumerate(texts)}
+    per_item = [list(dict.fromkeys(p for d in item for p in summary_pieces(d))) for item in descriptions]
+    if stored is not None:
+        wanted = [p for pieces in per_item for p in pieces if p not in known]
+        if wanted:
+            known.update(stored(wanted))
+    # by length: each encoder batch then pads to about its own length (a quarter less work than in order)
+    missing = sorted(dict.fromkeys(p for pieces in per_item for p in pieces if p not in known), key=len)
+    if missing:
+        known.update(zip(missing, encode_texts(encoder, missing)))
+    dim = int(text.shape[1]) if text.ndim == 2 else int(encoder.dim)
+    return [(pieces, np.array([known[p] for p in pieces], dtype=np.float32).reshape(len(pieces), dim))
+            for pieces in per_item]
 
 
 def _group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
@@ -136,6 +179,9 @@ class Writing:
         batch = encode_batch(stack, items, self.config.chunking, self.levels, caption_children=self.caption_children)
         plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
         labels, read_lines = batch.labels, batch.read_lines
+        dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
+        pieces = encode_pieces(stack.text, stored_descriptions(items, plans, texts), texts, text,
+                               stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
         image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
         new_ids: dict[str, list[int]] = {"visual": [], "text": []}
         new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
@@ -144,7 +190,7 @@ class Writing:
         self.store.begin()
         try:
             with self.store.savepoint("kira_batch"):  # the batch is stored whole or not at all
-                for item, plan in zip(items, plans):
+                for n, (item, plan) in enumerate(zip(items, plans)):
                     pixels = item["pixels"]
                     h, w = (pixels.shape[:2] if pixels is not None else (0, 0))
                     self.store.insert_document(
@@ -188,6 +234,7 @@ class Writing:
                         new_ids["text"].append(cid)
                         new_rows["text"].append(text[ti])
                         ti += 1
+                    self.store.insert_pieces(item["doc_id"], *pieces[n])
                     for kind, arg in (("temporal", item["sequence"]), ("multiview", item["view"])):
                         group = _group_arg(arg, "sequence" if kind == "temporal" else "view")
                         if group is not None:
@@ -205,6 +252,39 @@ class Writing:
                 vectors.add(space, np.array(new_ids[space], dtype=np.int64), np.stack(new_rows[space]))
         self._caches.clear()
         return [item["doc_id"] for item in items]
+
+    def store_text_pieces(self, *, batch: int = 32) -> int:
+        """Encode and store the text pieces of every document that has none: what a knowledge base built
+        before kira stored them needs so that verifying answers encodes only the claims (until then the
+        verifier encodes the evidence it meets, with the same scores). Commits after each `batch`
+        documents; the indexes and the generation do not change. Returns how many documents got pieces.
+
+        Raises ValueError on a read-only knowledge base, with changes not yet committed, or batch < 1.
+        """
+        self._writable()
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+        if self.store.in_transaction:
+            raise ValueError("the knowledge base has changes not yet committed: commit() them first")
+        todo = self.store.documents_without_pieces()
+        if not todo:
+            return 0
+        self._ensure_dims()  # the stack's text encoder is the one the knowledge base was built with
+        encoder = self.models.text
+        dim = int(encoder.dim)
+        filled = 0
+        for start in range(0, len(todo), batch):
+            part = todo[start : start + batch]
+            descriptions = self.store.descriptions(part)
+            pieces = encode_pieces(encoder, [descriptions[d] for d in part], [], np.zeros((0, dim), np.float32),
+                                   stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
+            self.store.begin()
+            for doc_id, (texts, vectors) in zip(part, pieces):
+                if texts:
+                    self.store.insert_pieces(doc_id, texts, vectors)
+                    filled += 1
+            self.store.commit_meta()  # no index reads the pieces: nothing for readers to rebuild
+        return filled
 
     def remove(self, doc_id: str) -> None:
         """Remove a document and all its chunks. Unknown id -> ValueError."""

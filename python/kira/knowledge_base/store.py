@@ -6,7 +6,8 @@ chunk's vectors are stored here too, as float32 BLOBs, so the index files beside
 database can always be verified and repaired from it without re-running a model
 (see `kira.knowledge_base.vectors`).
 
-Schema (version 2; version 1 lacked the removal log and the two partial indexes)::
+Schema (version 3; version 2 lacked text_pieces, version 1 also the removal log and the two
+partial indexes)::
 
     meta(key TEXT PK, value TEXT)                 config JSON, generation counter, dims, ...
     documents(doc_id TEXT PK, source, caption, width, height, metadata JSON, thumbnail PNG BLOB,
@@ -19,6 +20,8 @@ Schema (version 2; version 1 lacked the removal log and the two partial indexes)
     provenance(doc_id PK, data JSON)               where each document came from and how it was encoded
     schema_version(version INTEGER)                one row
     removed_chunks(seq INTEGER PK AUTOINCREMENT, id)  every removed chunk id, logged by a trigger
+    text_pieces(doc_id, text, vector BLOB float32)  PK (doc_id, text): the sentence pieces of the
+                                                   document's chunk descriptions, encoded at ingest
     indexes: chunks(doc_id), chunks(level), chunks(id) WHERE visual IS NOT NULL, chunks(id) WHERE text IS NOT NULL
 
 Chunk ids are never reused (AUTOINCREMENT), so an index file that still holds a removed
@@ -44,7 +47,7 @@ from kira.knowledge_base.store_schema import _MIGRATIONS, ChunkRow, DocumentRow
 
 __all__ = ["ChunkRow", "DB_NAME", "DocumentRow", "MAX_DESCRIPTION_CHARS", "SCHEMA_VERSION", "Store"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "kira.sqlite"
 MAX_DESCRIPTION_CHARS = 8192
 """A chunk description longer than this is cut when stored: a 10 MB caption made every ask
@@ -276,6 +279,18 @@ class Store(StoreReads):
             (doc_id, level, parent_id, x0, y0, x1, y1, description, _blob(visual), _blob(text)),
         )
         return int(cur.lastrowid)
+
+    def insert_pieces(self, doc_id: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store the text pieces of `doc_id`'s chunk descriptions with their raw float32 text vectors
+        (rows follow `texts`; a piece already stored for the document is kept as it is)."""
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise ValueError(f"need one vector per piece: {len(texts)} pieces, vectors of shape {vectors.shape}")
+        self.begin()
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO text_pieces(doc_id, text, vector) VALUES (?, ?, ?)",
+            [(doc_id, str(t), _blob(v)) for t, v in zip(texts, vectors)],
+        )
 
     def insert_passage(self, chunk_id: int, doc_id: str, ord_: int, text: str) -> None:
         self.begin()

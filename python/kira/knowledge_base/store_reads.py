@@ -8,6 +8,7 @@ rows the derived views read. Every SQL statement kira runs lives in the store.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -102,6 +103,78 @@ class StoreReads:
             ids = np.array([r[0] for r in rows], dtype=np.int64)
             vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
             yield ids, vecs.astype(np.float32)
+
+    def piece_vectors(self, keys: Iterable[tuple[str, str]], dim: int) -> dict[tuple[str, str], np.ndarray]:
+        """{(doc_id, text): float32 raw text vector} of the stored text pieces among `keys`.
+
+        A key not stored is absent; so is a vector that does not hold `dim` float32 values (the
+        caller encodes what is absent). A database without the table (schema < 3, opened
+        read-only) holds none: {}.
+        """
+        by_doc: dict[str, dict[str, None]] = {}
+        for d, t in keys:
+            by_doc.setdefault(str(d), {})[str(t)] = None
+        out: dict[tuple[str, str], np.ndarray] = {}
+        try:
+            for doc, wanted in by_doc.items():  # one primary-key range per document
+                texts = list(wanted)
+                for start in range(0, len(texts), 900):
+                    part = texts[start : start + 900]
+                    rows = self.conn.execute(
+                        f"SELECT text, vector FROM text_pieces WHERE doc_id = ? AND text IN ({','.join('?' * len(part))})",
+                        [doc, *part],
+                    )
+                    out.update(((doc, t), np.frombuffer(blob, dtype="<f4").astype(np.float32))
+                               for t, blob in rows if len(blob) == 4 * dim)
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # a knowledge base from before schema 3, opened read-only
+                return {}
+            raise
+        return out
+
+    def stored_piece_texts(self, texts: Iterable[str], dim: int) -> dict[str, np.ndarray]:
+        """{text: float32 raw vector} for the `texts` some document already stores as a text piece (any
+        document's; the same text has the same encoding). Texts not stored, or stored with a vector of
+        another length, are absent; a database without the table gives {}."""
+        wanted = list(dict.fromkeys(str(t) for t in texts))
+        out: dict[str, np.ndarray] = {}
+        try:
+            for start in range(0, len(wanted), 900):
+                part = wanted[start : start + 900]
+                rows = self.conn.execute(
+                    f"SELECT text, vector FROM text_pieces WHERE text IN ({','.join('?' * len(part))})", part)
+                out.update((t, np.frombuffer(blob, dtype="<f4").astype(np.float32))
+                           for t, blob in rows if len(blob) == 4 * dim and t not in out)
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return {}
+            raise
+        return out
+
+    def documents_without_pieces(self) -> list[str]:
+        """Ids of the documents that have chunks but no stored text pieces (stored before kira kept them),
+        sorted; every document with chunks when the database has no text_pieces table."""
+        try:
+            rows = self.conn.execute(
+                "SELECT DISTINCT c.doc_id FROM chunks c WHERE NOT EXISTS "
+                "(SELECT 1 FROM text_pieces p WHERE p.doc_id = c.doc_id) ORDER BY c.doc_id")
+            return [r[0] for r in rows]
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT doc_id FROM chunks ORDER BY doc_id")]
+
+    def descriptions(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
+        """doc_id -> the descriptions of its chunks, by chunk id."""
+        docs = list(dict.fromkeys(doc_ids))
+        out: dict[str, list[str]] = {d: [] for d in docs}
+        for start in range(0, len(docs), 900):
+            part = docs[start : start + 900]
+            rows = self.conn.execute(
+                f"SELECT doc_id, description FROM chunks WHERE doc_id IN ({','.join('?' * len(part))}) ORDER BY id", part)
+            for doc, description in rows:
+                out[doc].append(description or "")
+        return out
 
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
         """Rows of the given chunk ids (unknown ids are absent from the result)."""

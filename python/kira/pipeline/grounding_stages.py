@@ -25,6 +25,7 @@ from kira.pipeline.query import Fused
 from kira.pipeline.state import QueryState, StageContext
 from kira.reasoning.subject import enforce_subject
 from kira.reasoning.types import Answer, EvidencePack
+from kira.reasoning.verifier import summary_pieces
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class SelectEvidence:
         n = self.per_result * state.top_k
         chosen, rows = diverse(ctx.kb, state.fused, ctx.max_per_document, n)
         items = build_items(ctx.kb, [c for c, _ in chosen], [s for _, s in chosen], state.fused.paths,
-                            state.fused.cosine, rows=rows)
+                            state.fused.cosine, rows=rows, thumbnails=ctx.thumbnails)
         return state.evolve(candidates=tuple(items), kept=tuple(items[: state.top_k]))
 
 
@@ -52,7 +53,10 @@ class Critic:
         query = critic_query(ctx, state.question, state.pixels)
         extra = {}
         if items and getattr(ctx.critic, "encoder", None) is getattr(ctx.models, "text", False):
-            extra["item_vectors"] = stored_text_vectors(ctx.kb, items)  # the ask encodes only the question
+            extra["item_vectors"] = stored_text_vectors(ctx.kb, items)  # the ask encodes nothing here
+            q = state.query
+            if q is not None and q.text_vector is not None and q.text_query == query and not q.text_from_caption:
+                extra["question_vector"] = q.text_vector  # the question as the query encoding embedded it
         decision = ctx.critic.filter(query, items, ctx.config.grounding.critic_threshold, **extra)
         protected = {i.chunk_id for i in decision.dropped if "identifier" in (i.paths or ())}
         notes = []
@@ -118,9 +122,13 @@ class Verify:
         answer, pack = state.answer, state.pack
         if answer is None or pack is None:
             return state
-        verified = ctx.verifier.verify(dataclasses.replace(answer, similar=()), pack)
+        extra = {}
+        if getattr(ctx.verifier, "encoder", None) is getattr(ctx.models, "text", False) and \
+                built_with_this_text_encoder(ctx.kb, ctx.models):
+            extra["known"] = stored_piece_vectors(ctx.kb, (*pack.items, *pack.similar), ctx.verifier.encoder.dim)
+        verified = ctx.verifier.verify(dataclasses.replace(answer, similar=()), pack, **extra)
         if answer.similar:
-            others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack())
+            others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack(), **extra)
             verified = dataclasses.replace(verified, similar=others.claims, text=answer.text)
         return state.evolve(answer=verified)
 
@@ -139,6 +147,33 @@ def stored_text_vectors(kb: Any, items: Any) -> np.ndarray:
     if rows:
         out[rows] = index.get_vectors(np.array([items[n].chunk_id for n in rows], np.int64))
     return out
+
+
+def built_with_this_text_encoder(kb: Any, models: Any) -> bool:
+    """Whether `models`' text encoder is the one that built `kb` (its recorded identity, or class name for a
+    knowledge base that recorded none); True when the knowledge base records nothing. Vectors stored by
+    another encoder are not this one's, whatever their length."""
+    built_with = getattr(kb, "built_with", None)
+    if built_with is None:
+        return True
+    built = built_with().get("text")  # one small meta read
+    if not built:
+        return True
+    text = getattr(models, "text", None)
+    mine = models.identity().get("text") if hasattr(models, "identity") else None
+    return built in (mine, type(text).__name__)
+
+
+def stored_piece_vectors(kb: Any, items: Any, dim: int) -> dict[str, np.ndarray]:
+    """{text: raw text vector} of the items' summary pieces (`summary_pieces`) that the knowledge base
+    stored at ingest: what the verifier compares claims with, so that an ask encodes only its claims.
+    Pieces it does not hold (a knowledge base built before it stored them; a summary that is not the
+    chunk's description) are absent, and the verifier encodes them."""
+    store = getattr(kb, "store", None)
+    if store is None or not hasattr(store, "piece_vectors") or not items:
+        return {}
+    keys = [(item.doc_id, piece) for item in items for piece in summary_pieces(item.summary)]
+    return {text: vector for (_, text), vector in store.piece_vectors(keys, dim).items()}
 
 
 def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) -> str:
@@ -186,4 +221,4 @@ def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int
 
 
 __all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse",
-           "subject_documents"]
+           "built_with_this_text_encoder", "stored_piece_vectors", "stored_text_vectors", "subject_documents"]

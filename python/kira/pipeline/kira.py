@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from kira.config import KiraConfig
 from kira.images import ImageLike, load_image
 from kira.pipeline.fine import FINE_LEVELS
 from kira.pipeline.question import NamedDocuments
+from kira.pipeline.retrieve import Retrieval
 from kira.pipeline.state import QueryState, Stage, StageContext
 from kira.pipeline.variants import VARIANTS, variant_stages
 from kira.profile import DomainProfile, as_profile
@@ -168,6 +169,7 @@ class Kira:
         top_k: int = 5,
         variant: str = "full",
         levels: Sequence[str] | None = None,
+        thumbnails: bool = True,
     ) -> Result:
         """Answer `question` (text), about `image`, or both, from the knowledge base.
 
@@ -177,6 +179,9 @@ class Kira:
         variant: one of `VARIANTS` (ignored when the `Kira` was given its own stages).
         levels: restrict retrieval to chunks at these levels ("document", "region",
             "patch", "passage"); None = all.
+        thumbnails: give each evidence item its document's thumbnail (what the HTML card shows;
+            decoding them is about a millisecond per document). False leaves them None and
+            changes nothing else.
 
         Returns a `Result`. An empty knowledge base gives an answer that says so. Raises
         ValueError for no question and no image, an unknown variant or level, top_k not an
@@ -196,11 +201,7 @@ class Kira:
         kb.refresh()
         allow = None
         if levels is not None:
-            from kira.reasoning.types import LEVELS
-
-            bad = set(levels) - set(LEVELS)
-            if bad:
-                raise ValueError(f"unknown levels {sorted(bad)}; choose from {LEVELS}")
+            self._check_levels(levels)
             allow = kb.level_ids(levels)
         state = QueryState(question=question, pixels=pixels, top_k=int(top_k),
                            levels=tuple(levels) if levels is not None else None, allow=allow,
@@ -210,7 +211,7 @@ class Kira:
         ctx = StageContext(kb=kb, models=None if empty else self.models, config=self.config, profile=self.profile,
                            generator=self.generator, critic=None if empty else self.critic,
                            verifier=None if empty else self.verifier, analysis=self.analysis,
-                           max_per_document=self.max_per_document)
+                           max_per_document=self.max_per_document, thumbnails=bool(thumbnails))
         stages = self.stage_list(variant)
         if empty:
             state = _empty_answer(state)
@@ -221,6 +222,86 @@ class Kira:
                 timings[stage.name] = timings.get(stage.name, 0.0) + (time.perf_counter() - start) * 1000.0
         timings["total"] = sum(timings.values())
         return self._result(state, variant, timings, stages)
+
+    def retrieve(
+        self,
+        question: str | None = None,
+        *,
+        image: ImageLike | None = None,
+        vector: Any = None,
+        space: str = "visual",
+        top_k: int = 10,
+        variant: str = "full",
+        levels: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        doc_ids: Sequence[str] | None = None,
+    ) -> Retrieval:
+        """Retrieval only: the chunks `ask` would draw its evidence from, without critic or generation.
+
+        Runs the retrieval stages of `variant` (kira.pipeline.retrieve) and returns a `Retrieval`
+        whose ``hits`` (chunk id, doc id, level, fused score, box, paths) are the fused list's first
+        `top_k` chunks.
+
+        Parameters
+        ----------
+        question, image: as in `ask`.
+        vector: a raw query vector of the `space` index's dimension ('visual': in place of a query
+            image's vector, so not with `image`; 'text': in place of the question's sentence vector,
+            so not with `question`).
+        levels: only chunks at these levels. metadata: only documents whose metadata holds every
+            item. tags: only documents carrying every tag. doc_ids: only these documents.
+
+        Raises ValueError for no question, image or vector, an unknown variant or level, top_k not an
+        integer >= 1, an unusable image, or a vector and what it replaces together; `VectorError` (a
+        ValueError) for a vector of the wrong dimension, with NaN or inf, or all zeros.
+        """
+        from kira.knowledge_base.inputs import clean_text
+        from kira.pipeline.retrieve import (
+            allowed_ids,
+            check_vector,
+            retrieval_stages,
+            retrieve,
+        )
+
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+            raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
+        if isinstance(tags, str) or isinstance(doc_ids, str):
+            raise TypeError("tags and doc_ids are lists of strings, not one string; wrap it: tags=[tag]")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata must be a mapping of key -> required value; got {type(metadata).__name__}")
+        question = (clean_text(question, "question") or "").strip()
+        pixels = load_image(image) if image is not None else None
+        if not question and pixels is None and vector is None:
+            raise ValueError("retrieve needs a question, an image or a vector")
+        if vector is not None and ((space == "visual" and pixels is not None) or (space == "text" and question)):
+            what = "image" if space == "visual" else "question"
+            raise ValueError(f"a {space} vector takes the place of the {what}'s; pass one of them, not both")
+        if levels is not None:
+            levels = list(levels)
+            self._check_levels(levels)
+        kb = self.kb
+        kb.refresh()
+        if kb.index("visual") is None and kb.index("text") is None:
+            return Retrieval(())  # an empty knowledge base
+        unit = check_vector(kb, vector, space) if vector is not None else None
+        allow = allowed_ids(kb, levels, metadata, tags, doc_ids)
+        ctx = StageContext(kb=kb, models=self.models, config=self.config, profile=self.profile,
+                           generator=self.generator, critic=None, verifier=None, analysis=self.analysis,
+                           max_per_document=self.max_per_document)
+        stages = retrieval_stages(self.stage_list(variant))
+        return retrieve(ctx, stages, question=question, pixels=pixels, vector=unit, space=space, top_k=int(top_k),
+                        levels=levels, allow=allow)
+
+    @staticmethod
+    def _check_levels(levels: Sequence[str]) -> None:
+        from kira.reasoning.types import LEVELS
+
+        bad = set(levels) - set(LEVELS)
+        if bad:
+            raise ValueError(f"unknown levels {sorted(bad)}; choose from {LEVELS}")
 
     def _result(self, state: QueryState, variant: str, timings: dict[str, float], stages: list[Stage]) -> Result:
         from kira.explain.card import RationaleCard

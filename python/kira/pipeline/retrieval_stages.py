@@ -42,7 +42,7 @@ class VisualSearch:
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         visual = visual_rankings(ctx.kb, state.query, ctx.config.retrieval, state.allow)
-        if self.image_only and state.pixels is not None:
+        if self.image_only and state.image_query:
             visual = visual[:1]
         return state.evolve(rankings=state.rankings + tuple(visual))
 
@@ -71,13 +71,14 @@ class TextSearch:
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         kb, cfg, q = ctx.kb, ctx.config.retrieval, state.query
         visual = [r for r in state.rankings if r.path == "visual"]
-        image_ranking = visual[0] if state.pixels is not None and visual else None
+        image_ranking = visual[0] if state.image_query and visual else None
         from_question = visual[1:] if image_ranking is not None else []
         from_question += text_rankings(kb, q, state.expansions, cfg, state.allow)
         from_question += lexical_rankings(kb, q, cfg, state.allow)
         trace = {}
         if image_ranking is not None:
-            specificity = kb.lexical().specificity(state.question or q.text_query)
+            words = state.question or q.text_query
+            specificity = kb.lexical().specificity(words) if words else 1.0  # a raw text vector has no words to weigh
             trace["question_specificity"] = round(specificity, 4)
             scale = specificity if cfg.anchor_by_specificity else 1.0
             from_question = anchor_to_image(kb, image_ranking, from_question, scale, cfg)
@@ -115,7 +116,7 @@ class Fuse:
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         fused = fuse(state.rankings, ctx.config.retrieval)
         image = next((r for r in state.rankings if r.path == "visual" and r.query == "image"), None)
-        if state.pixels is not None and image is not None:
+        if state.image_query and image is not None:
             fused = lead_with_named(fused, clear_visual_match(ctx.kb, image, ctx.config.retrieval), "clear_match")
         if self.lead_named:
             fused = lead_with_named(fused, state.facts.named_chunks)
@@ -129,7 +130,7 @@ class Feedback:
     name = "feedback"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
-        if state.pixels is not None:
+        if state.image_query:
             return state
         lexical = next((r for r in state.rankings if r.path == "lexical"), None)
         ranking = feedback_ranking(ctx.kb, state.fused, ctx.config.retrieval, state.allow, lexical)

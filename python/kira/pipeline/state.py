@@ -65,6 +65,12 @@ class QueryState:
         return dataclasses.replace(self, **changes)
 
     @property
+    def image_query(self) -> bool:
+        """Whether the query has an image side: a query image, or a raw vector given in its place
+        (`Kira.retrieve(vector=...)`). Such a query is already a visual query."""
+        return self.pixels is not None or (self.query is not None and self.query.image_vector is not None)
+
+    @property
     def empty(self) -> bool:
         """Whether retrieval found nothing (an empty knowledge base, or nothing allowed)."""
         return not len(self.fused.ids)
@@ -83,6 +89,7 @@ class StageContext:
     verifier: Any  # kira.reasoning.GroundingVerifier
     analysis: Any  # kira.pipeline.question.QuestionAnalysis
     max_per_document: int = 2  # at most this many chunks of one document in the evidence
+    thumbnails: bool = True  # evidence items carry their document's decoded thumbnail (for HTML cards)
 
 
 @runtime_checkable

@@ -144,18 +144,24 @@ class SimilarityCritic:
         return _sigmoid(self.slope * (cosine - self.midpoint) + self.overlap_weight * overlap)
 
     def probabilities(self, question: str, items: Sequence[EvidenceItem], *,
-                      item_vectors: np.ndarray | None = None) -> list[float]:
+                      item_vectors: np.ndarray | None = None, question_vector: np.ndarray | None = None) -> list[float]:
         """P(relevant) for each item's summary given `question` (1.0 each for an empty question).
 
         item_vectors: the items' text vectors when they are already known (unit rows, one per item, from this
         critic's encoder; a row of zeros or NaN means unknown), e.g. the knowledge base's stored text vectors,
         so an ask encodes only the question.
+        question_vector: `question`'s vector from this critic's encoder when already known (the query's own
+        encoding), so an ask encodes nothing here.
         """
         if not items:
             return []
         if not (question or "").strip():
             return [1.0] * len(items)
-        q = self._embed([question])[0]
+        if question_vector is not None:
+            q = np.asarray(question_vector, dtype=np.float32).reshape(-1)
+            q = q / max(float(np.linalg.norm(q)), 1e-12)
+        else:
+            q = self._embed([question])[0]
         known = np.zeros(len(items), bool)
         if item_vectors is not None:
             item_vectors = np.asarray(item_vectors, dtype=np.float32)
@@ -174,13 +180,14 @@ class SimilarityCritic:
         ]
 
     def filter(self, question: str, items: Sequence[EvidenceItem], threshold: float | None = None, *,
-               item_vectors: np.ndarray | None = None) -> CriticDecision:
+               item_vectors: np.ndarray | None = None, question_vector: np.ndarray | None = None) -> CriticDecision:
         """Keep items with P(relevant) > threshold (default ``config.critic_threshold``, ReAG's 0.1);
-        item_vectors as in `probabilities`."""
+        item_vectors and question_vector as in `probabilities`."""
         threshold = self.config.critic_threshold if threshold is None else float(threshold)
         if not (question or "").strip():
             return _skip(items, threshold)
-        return filter_by_probability(items, self.probabilities(question, items, item_vectors=item_vectors), threshold)
+        probabilities = self.probabilities(question, items, item_vectors=item_vectors, question_vector=question_vector)
+        return filter_by_probability(items, probabilities, threshold)
 
 
 RELEVANCE_PROMPT = (

@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -112,24 +112,36 @@ class GroundingVerifier:
         self.attn_floor = float(attn_floor)
         self._cache: dict[str, np.ndarray] = {}
 
-    def _embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        todo = sorted({t for t in texts if t not in self._cache})
+    def _embed(self, texts: Sequence[str], known: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """{text: unit vector} for `texts`: from the cache, else `known` (raw), else the encoder."""
+        out = {t: self._cache[t] for t in texts if t in self._cache}
+        if known:
+            stored = [t for t in dict.fromkeys(texts) if t not in out and t in known]
+            if stored:
+                out.update(self._remember(stored, np.stack([np.asarray(known[t], dtype=np.float32) for t in stored])))
+        todo = sorted({t for t in texts if t not in out})
         if todo:
             vectors = np.asarray(self.encoder.encode(todo), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(todo):
                 raise ValueError(f"text encoder returned shape {vectors.shape} for {len(todo)} texts")
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors = vectors / np.maximum(norms, 1e-12)
-            if len(self._cache) > 4096:
-                self._cache.clear()
-            self._cache.update(zip(todo, vectors))
-        return {t: self._cache[t] for t in texts}
+            out.update(self._remember(todo, vectors))
+        return out
 
-    def score_claim(self, claim: Claim, pack: EvidencePack) -> Claim:
-        """`claim` with s_sim, s_attn, grounding and hallucination_risk filled in (a new Claim)."""
-        return self._score([claim], pack)[0]
+    def _remember(self, texts: Sequence[str], vectors: np.ndarray) -> dict[str, np.ndarray]:
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        if len(self._cache) + len(texts) > 4096:
+            self._cache.clear()
+        fresh = dict(zip(texts, vectors))
+        self._cache.update(fresh)
+        return fresh
 
-    def _score(self, claims: Sequence[Claim], pack: EvidencePack) -> list[Claim]:
+    def score_claim(self, claim: Claim, pack: EvidencePack, *, known: Mapping[str, np.ndarray] | None = None) -> Claim:
+        """`claim` with s_sim, s_attn, grounding and hallucination_risk filled in (a new Claim);
+        `known` as in `verify`."""
+        return self._score([claim], pack, known)[0]
+
+    def _score(self, claims: Sequence[Claim], pack: EvidencePack,
+               known: Mapping[str, np.ndarray] | None = None) -> list[Claim]:
         texts: list[str] = []
         pieces: dict[str, list[str]] = {}
         for claim in claims:
@@ -140,7 +152,7 @@ class GroundingVerifier:
                     if summary not in pieces:
                         pieces[summary] = summary_pieces(summary)
                         texts.extend(pieces[summary])
-        vectors = self._embed(texts) if texts else {}
+        vectors = self._embed(texts, known) if texts else {}
         cfg = self.config
         scored: list[Claim] = []
         for claim in claims:
@@ -169,13 +181,16 @@ class GroundingVerifier:
             )
         return scored
 
-    def verify(self, answer: Answer, pack: EvidencePack) -> Answer:
+    def verify(self, answer: Answer, pack: EvidencePack, *, known: Mapping[str, np.ndarray] | None = None) -> Answer:
         """A copy of `answer` with every claim scored and ``grounding`` = mean claim score.
 
         Citations to numbers not in `pack` move to ``invalid_citations`` (and ground
         nothing). An answer without claims comes back with ``grounding`` None.
+        `known`: {text: raw vector} this verifier's encoder already gave for some texts (the
+        knowledge base stores its evidence's pieces, `KnowledgeBase` text pieces); they are
+        used instead of encoding those texts again, and everything else is encoded.
         """
-        claims = self._score(answer.claims, pack)
+        claims = self._score(answer.claims, pack, known)
         grounding = float(np.mean([c.grounding for c in claims])) if claims else None
         flagged = sum(c.hallucination_risk for c in claims)
         if flagged:

@@ -45,7 +45,7 @@ def add_serve_subcommand(sub: Any) -> None:
     p.add_argument("--cors-origin", action="append", default=[], help="allow CORS from this origin (repeatable)")
     p.add_argument("--models", help="directory of exported ONNX models (default: the embedded default stack)")
     p.add_argument("--model-threads", type=int, default=1,
-                   help="onnxruntime threads per worker for the default stack (0: onnxruntime's default)")
+                   help="onnxruntime (and BLAS) threads per worker for the default stack (0: their defaults)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=run_serve)
 

@@ -30,8 +30,9 @@ class ServeConfig:
     refresh_s: float = 1.0  # an idle reader picks up the writer's commits (and builds their views) this often
     cors_origins: tuple[str, ...] = ()  # origins allowed by CORS; empty: no CORS headers at all
     models: str | None = None  # directory of exported models (kira.models.load); None: the default stack
-    model_threads: int | None = 1  # onnxruntime intra-op threads of the default stack; 1: parallelism comes from
-    # workers (on 2 cores a single-sentence MiniLM encode took 13 ms wall / 5.5 ms CPU with 1 thread vs 20 / 12 with all)
+    model_threads: int | None = 1  # onnxruntime intra-op threads of the default stack, and the process's BLAS threads
+    # when the service loads the models; 1: parallelism comes from workers (on 2 cores a single-sentence MiniLM
+    # encode took 13 ms wall / 5.5 ms CPU with 1 thread vs 20 / 12 with all; the bridge's product 0.07 vs 12 ms)
     role: str = "all"  # 'all': readers + the writer (unless read_only); 'reader': writes go to writer_uds; 'writer'
     writer_uds: str | None = None  # unix socket of the writer process (role 'reader' with a writable service)
 

@@ -13,9 +13,30 @@ from kira.serve.errors import ApiError
 log = logging.getLogger(__name__)
 
 
+def limit_blas_threads(threads: int | None) -> bool:
+    """Cap this process's BLAS threads (numpy's matrix products) at `threads` (None: leave them).
+
+    A query's products are small (one text vector through the text->image bridge: 384 x 1280); a
+    threaded BLAS splits them across cores and, on a busy machine, waits for its threads: 12 ms
+    instead of 0.07 ms on this project's 2-core VM at load 3.8. Returns whether a limit was set
+    (threadpoolctl, which scikit-learn and the serve extra bring, must be installed).
+    """
+    if threads is None:
+        return False
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        log.info("threadpoolctl is not installed: numpy's BLAS keeps its own thread count")
+        return False
+    threadpool_limits(limits=int(threads), user_api="blas")
+    return True
+
+
 def load_models(models_dir: str | None, threads: int | None = None) -> Any:
     """The model stack every thread of this process shares: exported models from a directory, else the
-    default stack with `threads` onnxruntime intra-op threads (None: onnxruntime's default)."""
+    default stack with `threads` onnxruntime intra-op threads (None: onnxruntime's default). `threads`
+    also caps the process's BLAS threads (`limit_blas_threads`)."""
+    limit_blas_threads(threads)
     if models_dir:
         from kira.models import load
 
@@ -64,7 +85,8 @@ class Reader:
             levels: list[str] | None, card: str) -> dict[str, Any]:
         """`Kira.ask`, as the JSON body of POST /ask (`kira.serve.schemas.AskResponse`)."""
         self._refresh()
-        result = self.kira.ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels)
+        result = self.kira.ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels,
+                               thumbnails=card == "html")  # only the HTML card shows them
         answer = result.answer
         body: dict[str, Any] = {
             "question": result.question,
@@ -88,18 +110,28 @@ class Reader:
         return body
 
     def search(self, text: str | None, pixels: np.ndarray | None, vector: np.ndarray | None, space: str, top_k: int,
-               levels: list[str] | None, filters: Any) -> dict[str, Any]:
-        """Retrieval only (`kira.serve.search`), as the JSON body of POST /search."""
-        from kira.serve.search import allowed_ids, search
+               levels: list[str] | None, filters: Any, variant: str = "full") -> dict[str, Any]:
+        """Retrieval only (`Kira.retrieve`), as the JSON body of POST /search; ApiError 422 for a bad vector."""
+        from kira.pipeline import VectorError
 
         self._refresh()
-        allow = allowed_ids(self.kb, levels, filters)
-        hits, timings = search(self.kb, text=text, pixels=pixels, vector=vector, space=space, top_k=top_k, allow=allow)
-        return {"results": hits, "timings": {k: round(v, 3) for k, v in timings.items()}, "generation": self.generation}
+        try:
+            found = self.kira.retrieve(
+                text, image=pixels, vector=vector, space=space, top_k=top_k, variant=variant, levels=levels,
+                metadata=filters.metadata if filters is not None else None,
+                tags=filters.tags if filters is not None else (),
+                doc_ids=filters.doc_ids if filters is not None else None)
+        except VectorError as exc:
+            raise ApiError(422, "bad_vector", str(exc), "send a flat list of finite numbers, as many as the index "
+                           "named by `space` holds per vector") from None
+        hits = [{"chunk_id": h.chunk_id, "doc_id": h.doc_id, "level": h.level, "score": h.score, "box": h.box,
+                 "paths": list(h.paths)} for h in found.hits]
+        return {"results": hits, "timings": {k: round(v, 3) for k, v in found.timings.items()},
+                "generation": self.generation}
 
     def document(self, doc_id: str) -> dict[str, Any]:
         """A document's stored facts and chunks; ApiError 404 for an unknown id."""
-        from kira.serve.search import _chunk_ids_of
+        from kira.pipeline.retrieve import chunk_ids_of
 
         self._refresh()
         row = self.kb.documents([doc_id]).get(doc_id)
@@ -107,7 +139,7 @@ class Reader:
             raise ApiError(404, "unknown_document", f"no document {doc_id!r} in the knowledge base",
                            "check the id (POST /search lists ids); a document added on a writable server is "
                            "visible once POST /commit has run")
-        chunks = self.kb.store.chunks(_chunk_ids_of(self.kb, [doc_id]))
+        chunks = self.kb.store.chunks(chunk_ids_of(self.kb, [doc_id]))
         return {
             "doc_id": row.doc_id, "source": row.source, "caption": row.caption, "width": row.width,
             "height": row.height, "metadata": row.metadata, "tags": list(row.tags),

@@ -92,6 +92,10 @@ async def search(request: Request) -> Any:
 
     svc = await _service(request)
     body, image = await parse(request, SearchRequest, svc.config.max_upload_bytes)
+    from kira.pipeline import VARIANTS
+
+    if body.variant not in VARIANTS:
+        raise ApiError(422, "unknown_variant", f"unknown variant {body.variant!r}", f"use one of {list(VARIANTS)}")
     levels = _levels(body.levels)
     text = (body.text or "").strip() or None
     if text is None and image is None and body.vector is None:
@@ -101,7 +105,8 @@ async def search(request: Request) -> Any:
     max_pixels = svc.config.max_pixels
 
     def run(reader: Any) -> dict[str, Any]:
-        return reader.search(text, _decode(image, max_pixels), vector, body.space, body.top_k, levels, body.filters)
+        return reader.search(text, _decode(image, max_pixels), vector, body.space, body.top_k, levels, body.filters,
+                             body.variant)
 
     result = await svc.readers.submit(run)
     svc.metrics.observe_stages("/search", result["timings"])

@@ -35,11 +35,13 @@ class Filters(_Strict):
 class SearchRequest(_Strict):
     """POST /search: retrieval only, by text, image, or a raw vector."""
 
-    text: str | None = Field(None, description="query text (text index, and the image space through the KB's bridge)")
+    text: str | None = Field(None, description="query text (the retrieval stages of `variant`, as an ask runs them)")
     image_base64: str | None = Field(None, description="query image file bytes, base64 (visual index)")
     vector: list[float] | None = Field(None, description="a raw query vector of the index's dimension")
-    space: Literal["visual", "text"] = Field("visual", description="the index a raw vector searches")
+    space: Literal["visual", "text"] = Field("visual", description="the index a raw vector searches (a visual "
+                                             "vector stands for a query image, a text one for the question)")
     top_k: int = Field(10, ge=1, le=1000)
+    variant: str = Field("full", description="whose retrieval stages run (kira.pipeline.VARIANTS)")
     levels: list[str] | None = Field(None, description="restrict to chunks at these levels")
     filters: Filters | None = None
 

@@ -1,0 +1,178 @@
+"""Retrieval only: the retrieval stages of a variant, without critic, generation or verification.
+
+`retrieve` (behind `Kira.retrieve`) runs the stages a variant runs before it selects evidence
+(encode, both paths, expansion, fusion, feedback, hops, compound expansion, re-rank) over a
+question, an image, or a raw query vector, inside the chunks that `levels` and the document
+filters allow, and returns the fused list's first `top_k` chunks with their documents,
+scores and boxes.
+
+A raw vector is a query already in one index's space (the dimension that index holds): in
+the visual space it takes the place of a query image's vector, in the text space that of the
+question's sentence vector, and the stages treat it as they would treat those.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from kira.pipeline.retrieval_stages import EncodeQuery, ExpandQuery
+from kira.pipeline.state import QueryState, Stage, StageContext
+
+
+class VectorError(ValueError):
+    """A raw query vector that cannot be searched (wrong dimension, NaN or inf, no such space)."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk."""
+
+    chunk_id: int
+    doc_id: str
+    level: str  # "document", "region", "patch" or "passage"
+    score: float  # the fused score (the first hit scores 1)
+    box: tuple[int, int, int, int] | None  # (x0, y0, x1, y1) in the document's pixels; None for a whole document
+    paths: tuple[str, ...]  # which searches found it ("visual", "text", "lexical", "hop2", ...)
+    cosine: float | None = None  # the best raw cosine over the paths that found it
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What `Kira.retrieve` returns: the hits best first, stage -> milliseconds, and what the stages noted."""
+
+    hits: tuple[Hit, ...]
+    timings: dict[str, float] = field(default_factory=dict)
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def chunk_ids(self) -> list[int]:
+        return [h.chunk_id for h in self.hits]
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """The hits' documents, each once, in the order of their best hit."""
+        return list(dict.fromkeys(h.doc_id for h in self.hits))
+
+
+@dataclass(frozen=True)
+class _GivenVector:
+    """The query encoding, with the raw vector in place of the image's (visual) or the question's (text) vector."""
+
+    inner: Stage
+    space: str
+    vector: np.ndarray
+    name: str = "encode"
+
+    def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        state = self.inner.run(state, ctx)
+        if self.space == "visual":
+            given = {"image_vector": self.vector}
+        else:  # the question's vector, weighed as a question's (not as a description of the query image)
+            given = {"text_vector": self.vector, "text_from_caption": False}
+        return state.evolve(query=dataclasses.replace(state.query, **given))
+
+
+def check_vector(kb: Any, vector: Any, space: str) -> np.ndarray:
+    """`vector` as a unit float32 query for the `space` index; VectorError saying what to send otherwise."""
+    if space not in ("visual", "text"):
+        raise VectorError(f"space must be 'visual' or 'text'; got {space!r}")
+    index = kb.index(space)
+    if index is None:
+        raise VectorError(f"the knowledge base has no {space} index to search with a vector; use the other space")
+    v = np.asarray(vector, dtype=np.float32)
+    if v.ndim != 1 or v.shape[0] != int(index.dim):
+        raise VectorError(f"the vector has shape {v.shape} but the {space} index holds {int(index.dim)}-d vectors; "
+                          f"send a flat list of exactly {int(index.dim)} numbers for space={space!r}")
+    if not np.all(np.isfinite(v)):
+        raise VectorError("the vector holds NaN or infinite values; send finite numbers only")
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        raise VectorError("the vector is all zeros and points nowhere; send a non-zero vector")
+    return v / norm
+
+
+def allowed_ids(kb: Any, levels: Sequence[str] | None, metadata: Mapping[str, Any] | None,
+                tags: Sequence[str], doc_ids: Sequence[str] | None) -> np.ndarray | None:
+    """Sorted int64 ids of the chunks a search may return (None: all): at `levels`, of documents whose
+    metadata holds every `metadata` item, that carry every tag in `tags`, and are among `doc_ids`.
+    The documents are read once per commit (`KnowledgeBase.memo`)."""
+    allow = kb.level_ids(levels) if levels is not None else None
+    if not metadata and not tags and doc_ids is None:
+        return allow
+    docs = kb.memo("retrieve:documents", kb.documents)
+    wanted_ids = None if doc_ids is None else set(doc_ids)
+    wanted_tags = set(tags)
+    matched = [d for d, row in docs.items()
+               if (wanted_ids is None or d in wanted_ids)
+               and all(key in row.metadata and row.metadata[key] == value for key, value in (metadata or {}).items())
+               and wanted_tags <= set(row.tags)]
+    ids = chunk_ids_of(kb, matched)
+    return ids if allow is None else np.intersect1d(ids, allow)
+
+
+def chunk_ids_of(kb: Any, doc_ids: Sequence[str]) -> np.ndarray:
+    """Every indexed chunk id of these documents, sorted."""
+    if not doc_ids:
+        return np.zeros(0, np.int64)
+    doc_chunks = np.array(sorted(kb.store.document_chunk_ids(doc_ids).values()), dtype=np.int64)
+    ids = [kb.index(s).ids() for s in ("visual", "text") if kb.index(s) is not None]
+    if not ids:
+        return np.zeros(0, np.int64)
+    every = np.unique(np.concatenate(ids)).astype(np.int64)
+    return every[np.isin(kb.document_chunk_of(every), doc_chunks)]
+
+
+def retrieval_stages(stages: Sequence[Stage]) -> list[Stage]:
+    """The stages of a list before it selects evidence (what retrieval alone runs)."""
+    out: list[Stage] = []
+    for stage in stages:
+        if stage.name == "evidence":
+            break
+        out.append(stage)
+    return out
+
+
+def retrieve(ctx: StageContext, stages: Sequence[Stage], *, question: str, pixels: np.ndarray | None,
+             vector: np.ndarray | None, space: str, top_k: int, levels: Sequence[str] | None,
+             allow: np.ndarray | None) -> Retrieval:
+    """Run the retrieval `stages` (see `retrieval_stages`) and return the first `top_k` fused chunks.
+
+    `vector` must already be checked (`check_vector`); `allow` the chunks the search may return.
+    """
+    import time
+
+    run = list(stages)
+    if vector is not None:
+        run = [_GivenVector(s, space, vector) if isinstance(s, EncodeQuery) else s for s in run]
+        if not question:  # expansions are written from the question's words; a vector has none
+            run = [s for s in run if not isinstance(s, ExpandQuery)]
+    state = QueryState(question=question, pixels=pixels, top_k=top_k, levels=tuple(levels) if levels else None,
+                       allow=allow, trace={"notes": []})
+    timings: dict[str, float] = {}
+    if allow is None or len(allow):
+        for stage in run:
+            start = time.perf_counter()
+            state = stage.run(state, ctx)
+            timings[stage.name] = timings.get(stage.name, 0.0) + (time.perf_counter() - start) * 1000.0
+    start = time.perf_counter()
+    fused = state.fused
+    ids = fused.ids[:top_k].tolist()
+    rows = ctx.kb.store.chunks(ids)
+    hits = tuple(
+        Hit(int(cid), rows[cid].doc_id, rows[cid].level, float(score), rows[cid].box,
+            tuple(fused.paths.get(cid, ())), fused.cosine.get(cid))
+        for cid, score in zip(ids, fused.scores[: len(ids)].tolist()) if cid in rows
+    )
+    timings["hits"] = (time.perf_counter() - start) * 1000.0
+    timings["total"] = sum(timings.values())
+    trace = dict(state.trace)
+    trace["stages"] = [s.name for s in run]
+    return Retrieval(hits, timings, trace)
+
+
+__all__ = ["Hit", "Retrieval", "VectorError", "allowed_ids", "check_vector", "chunk_ids_of", "retrieval_stages",
+           "retrieve"]
