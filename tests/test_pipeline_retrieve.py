@@ -116,3 +116,24 @@ def test_bad_queries_get_a_clear_error(kb):
 def test_an_empty_knowledge_base_retrieves_nothing(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
         assert Kira(kb).retrieve("anything").hits == () and Kira(kb).retrieve(vector=[1.0, 2.0]).hits == ()
+
+
+def test_a_filter_keeps_compound_partners_out(tmp_path):
+    """A sequence partner outside the query's filter is not pulled in by compound expansion."""
+    from skimage import data
+
+    from kira.knowledge_base import KnowledgeBase
+    from kira.pipeline import Kira
+
+    kb = KnowledgeBase.create(tmp_path / "kb")
+    for n, name in enumerate(("astronaut", "rocket", "moon")):
+        kb.add_image(getattr(data, name)(), doc_id=name, sequence=("mission", n), metadata={"site": "a" if n else "b"})
+    kb.add_image(data.coffee(), doc_id="coffee", caption="a cup of coffee", metadata={"site": "a"})
+    kb.commit()
+    kira = Kira(kb)
+    unfiltered = kira.retrieve(image=data.rocket(), top_k=50, variant="full")
+    assert "astronaut" in {h.doc_id for h in unfiltered.hits}  # the sequence partner comes in without a filter
+    for hits in (kira.retrieve(image=data.rocket(), top_k=50, variant="full", metadata={"site": "a"}).hits,
+                 kira.retrieve(image=data.rocket(), top_k=50, variant="full", doc_ids=["rocket", "moon"]).hits):
+        assert {h.doc_id for h in hits} <= {"rocket", "moon", "coffee"} and hits[0].doc_id == "rocket"
+    kb.close()

@@ -57,8 +57,12 @@ def residual_hop_rankings(kb: Any, query: np.ndarray, config: KiraConfig, allow:
     return out
 
 
-def expand_groups(kb: Any, fused: Fused, config: KiraConfig) -> int:
-    """Append compound-group members of the fused documents to `fused` (in place); returns how many."""
+def expand_groups(kb: Any, fused: Fused, config: KiraConfig, allow: np.ndarray | None = None) -> int:
+    """Append compound-group members of the fused documents to `fused` (in place); returns how many.
+
+    `allow` (sorted chunk ids, None: all) is the query's filter (levels, metadata, tags, documents):
+    a group member outside it stays out, as every search already keeps it out.
+    """
     from kira import _core
 
     groups, kinds = kb.compound_groups()
@@ -76,9 +80,10 @@ def expand_groups(kb: Any, fused: Fused, config: KiraConfig) -> int:
         temporal_decay=config.hops.temporal_decay, multiview_decay=config.hops.multiview_decay,
     )
     present = set(fused.ids.tolist())
+    inside = np.isin(ids, allow) if allow is not None else np.ones(len(ids), bool)
     new_ids, new_scores = [], []
-    for cid, score, src in zip(ids.tolist(), scores.tolist(), origin.tolist()):
-        if cid == src or cid in present:
+    for cid, score, src, ok in zip(ids.tolist(), scores.tolist(), origin.tolist(), inside.tolist()):
+        if cid == src or cid in present or not ok:
             continue
         new_ids.append(cid)
         new_scores.append(score)

@@ -158,13 +158,13 @@ class ResidualHops:
 
 class CompoundExpansion:
     """Compound documents (core): a retrieved member of a temporal sequence or multiview set pulls in the
-    rest at 0.8x / 0.7x its score."""
+    rest at 0.8x / 0.7x its score; members outside the query's filter (`QueryState.allow`) stay out."""
 
     name = "compound"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         fused = _copy(state.fused)
-        added = expand_groups(ctx.kb, fused, ctx.config)
+        added = expand_groups(ctx.kb, fused, ctx.config, state.allow)
         return state.evolve(fused=fused, trace={"compound_added": added})
 
 
