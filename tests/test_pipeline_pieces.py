@@ -41,8 +41,9 @@ def _pieces(kb: KnowledgeBase, doc_id: str) -> dict[str, np.ndarray]:
     return {text: np.frombuffer(blob, "<f4") for text, blob in rows}
 
 
-def _descriptions(kb: KnowledgeBase, doc_id: str) -> list[str]:
-    return [r[0] for r in kb.store.conn.execute("SELECT description FROM chunks WHERE doc_id = ?", (doc_id,))]
+def _descriptions(kb: KnowledgeBase, doc_id: str, *, patches: bool = False) -> list[str]:
+    levels = "" if patches else " AND level != 'patch'"
+    return [r[0] for r in kb.store.conn.execute(f"SELECT description FROM chunks WHERE doc_id = ?{levels}", (doc_id,))]
 
 
 def _build(path, stack) -> None:
@@ -74,9 +75,23 @@ def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_wi
             texts = sorted(stored)
             np.testing.assert_allclose(np.stack([stored[t] for t in texts]), encoder.encode(texts), atol=1e-6)
         assert "An astronaut in a white space suit." in _pieces(kb, "astronaut")
+        kept = set(_pieces(kb, "astronaut"))
+        patch_only = {p for d in _descriptions(kb, "astronaut", patches=True) for p in summary_pieces(d)} - kept
+        assert patch_only and all("patch at x" in p for p in patch_only)  # patches' own pieces: encoded when cited
         kb.remove("astronaut")
         kb.commit()
         assert _pieces(kb, "astronaut") == {} and _pieces(kb, "manual")
+
+
+def test_patch_pieces_are_stored_too_when_the_config_asks(tmp_path):
+    from kira.config import GroundingConfig, KiraConfig
+
+    config = KiraConfig().replace(grounding=GroundingConfig(patch_pieces_at_ingest=True))
+    with KnowledgeBase.create(tmp_path / "kb", config, models=FakeStack(text=HashingTextEncoder())) as kb:
+        kb.add_image(photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"])
+        kb.commit()
+        every = {p for d in _descriptions(kb, "astronaut", patches=True) for p in summary_pieces(d)}
+        assert set(_pieces(kb, "astronaut")) == every and any("patch at x" in p for p in every)
 
 
 def test_a_piece_another_document_holds_is_reused_not_encoded_again(tmp_path):
@@ -122,8 +137,11 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
             encoder.texts = []
             result = kira.ask(question)
             pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
+            stored = {p for item in result.evidence.items if item.level != "patch" for p in summary_pieces(item.summary)}
             said = {c.plain_text for c in result.answer.claims}
-            assert pieces and not (set(encoder.texts) & (pieces - said))  # no evidence piece encoded at ask time
+            encoded = set(encoder.texts) & (pieces - said)
+            assert stored and not encoded & stored  # no piece of a document / region / passage encoded at ask time
+            assert all("patch at x" in p for p in encoded)  # a cited patch's own pieces are (config: not at ingest)
             assert encoder.texts.count(question) == 1  # the critic reads the question's vector from its encoding
             again = fresh.verify(result.answer, result.evidence)  # every piece encoded now
             assert again.grounding == pytest.approx(result.answer.grounding, abs=1e-5)
@@ -206,7 +224,8 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
             pieces -= {c.plain_text for c in result.answer.claims}
             answers[name] = (result.answer.text, result.answer.grounding, pieces & set(encoder.texts))
     assert answers["old"][:2] == (answers["new"][0], pytest.approx(answers["new"][1], abs=1e-5))
-    assert answers["old"][2] and not answers["new"][2]  # only the old one encodes its evidence
+    assert len(answers["old"][2]) > len(answers["new"][2])  # the old one encodes all its evidence,
+    assert all("patch at x" in p for p in answers["new"][2])  # the new one only a cited patch's own pieces
     with KnowledgeBase.open(tmp_path / "old", models=FakeStack(text=encoder)) as kb:  # a writer migrates it
         assert kb.store.schema_version() == SCHEMA_VERSION and _pieces(kb, "cat") == {}
         kb.add_image(photo(5), doc_id="cat2", caption=CAPTIONS["cat"])
@@ -216,4 +235,5 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
         encoder.texts = []
         result = Kira(kb).ask(QUESTIONS[0])
         pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
-        assert pieces and not (pieces - {c.plain_text for c in result.answer.claims}) & set(encoder.texts)
+        encoded = (pieces - {c.plain_text for c in result.answer.claims}) & set(encoder.texts)
+        assert pieces and all("patch at x" in p for p in encoded)

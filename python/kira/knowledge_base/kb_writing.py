@@ -39,14 +39,20 @@ def _thumbnail_png(image: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def stored_descriptions(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str]) -> list[list[str]]:
+def stored_descriptions(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
+                        patches: bool = False) -> list[list[str]]:
     """Per item, the descriptions its chunks are stored with (as `_add_images` stores them, cut at
-    `MAX_DESCRIPTION_CHARS`): its chunks' (or its one text's), then its passages'."""
+    `MAX_DESCRIPTION_CHARS`): its chunks' (or its one text's), then its passages'. Patch chunks' only
+    with `patches` (`GroundingConfig.patch_pieces_at_ingest`)."""
     out: list[list[str]] = []
     ti = 0
     for item, plan in zip(items, plans):
-        chunks = [texts[ti]] if plan is None else [c.description or texts[ti + n] for n, c in enumerate(plan.chunks)]
-        ti += len(chunks)
+        if plan is None:
+            chunks = [texts[ti]]
+            ti += 1
+        else:
+            chunks = [c.description or texts[ti + n] for n, c in enumerate(plan.chunks) if patches or c.level != "patch"]
+            ti += len(plan.chunks)
         passages = list(item.get("passages", ()))
         ti += len(passages)
         out.append([d[:MAX_DESCRIPTION_CHARS] for d in (*chunks, *passages)])
@@ -180,7 +186,8 @@ class Writing:
         plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
         labels, read_lines = batch.labels, batch.read_lines
         dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
-        pieces = encode_pieces(stack.text, stored_descriptions(items, plans, texts), texts, text,
+        patches = self.config.grounding.patch_pieces_at_ingest
+        pieces = encode_pieces(stack.text, stored_descriptions(items, plans, texts, patches=patches), texts, text,
                                stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
         image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
         new_ids: dict[str, list[int]] = {"visual": [], "text": []}
@@ -275,7 +282,7 @@ class Writing:
         filled = 0
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
-            descriptions = self.store.descriptions(part)
+            descriptions = self.store.descriptions(part, patches=self.config.grounding.patch_pieces_at_ingest)
             pieces = encode_pieces(encoder, [descriptions[d] for d in part], [], np.zeros((0, dim), np.float32),
                                    stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
             self.store.begin()

@@ -164,14 +164,16 @@ class StoreReads:
                 raise
         return [r[0] for r in self.conn.execute("SELECT DISTINCT doc_id FROM chunks ORDER BY doc_id")]
 
-    def descriptions(self, doc_ids: Iterable[str]) -> dict[str, list[str]]:
-        """doc_id -> the descriptions of its chunks, by chunk id."""
+    def descriptions(self, doc_ids: Iterable[str], *, patches: bool = True) -> dict[str, list[str]]:
+        """doc_id -> the descriptions of its chunks, by chunk id (without patch chunks' unless `patches`)."""
         docs = list(dict.fromkeys(doc_ids))
         out: dict[str, list[str]] = {d: [] for d in docs}
+        levels = "" if patches else " AND level != 'patch'"
         for start in range(0, len(docs), 900):
             part = docs[start : start + 900]
             rows = self.conn.execute(
-                f"SELECT doc_id, description FROM chunks WHERE doc_id IN ({','.join('?' * len(part))}) ORDER BY id", part)
+                f"SELECT doc_id, description FROM chunks WHERE doc_id IN ({','.join('?' * len(part))}){levels} "
+                "ORDER BY id", part)
             for doc, description in rows:
                 out[doc].append(description or "")
         return out
