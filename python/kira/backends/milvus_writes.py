@@ -165,6 +165,8 @@ def reserve_ordinals(collection: MilvusCollection, n: int) -> int:
         params = client.prepare_index_params()
         params.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
         client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+    else:
+        client.load_collection(name)  # a restarted server holds it released until loaded
     rows = client.get(name, ids=["next_ordinal"], output_fields=["value"])
     first = int(rows[0]["value"]) if rows else 0
     client.upsert(name, [{"key": "next_ordinal", "value": first + int(n), "unused": [1.0, 0.0]}])
