@@ -80,9 +80,10 @@ def schematic() -> np.ndarray:
 
 
 def images() -> dict[str, np.ndarray]:
-    from kira.images import load_image
     from skimage import data
     from sklearn.datasets import load_sample_images
+
+    from kira.images import load_image
 
     out = {}
     with warnings.catch_warnings():
@@ -143,6 +144,7 @@ def word_recall(truth: str, read: str) -> float:
 
 def torch_vs_ort(batch: int, threads: int, repeat: int) -> tuple[float, float]:
     import torch
+
     from kira.models.cnn.encoder import CnnImageEncoder
     from kira.models.cnn.weights import MOBILENET_V2, weight_file
     from kira.models.torch_checkpoint import load_state_dict

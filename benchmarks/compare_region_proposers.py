@@ -65,9 +65,10 @@ def _box_mask(shape: tuple[int, int], box: tuple[int, int, int, int]) -> np.ndar
 
 
 def photos() -> list[tuple[str, np.ndarray, np.ndarray]]:
-    from kira.images import load_image
     from skimage import data
     from sklearn.datasets import load_sample_images
+
+    from kira.images import load_image
 
     out = []
     with warnings.catch_warnings():
@@ -110,6 +111,7 @@ def nuclei() -> list[tuple[str, np.ndarray, np.ndarray]]:
         print("  (nuclei skipped: pip install --no-deps stardist)")
         return []
     import tifffile
+
     from kira.images import load_image
 
     return [("nuclei", load_image(tifffile.imread(img)), tifffile.imread(mask) > 0)]
@@ -148,8 +150,9 @@ def auc(score: np.ndarray, mask: np.ndarray) -> float:
 
 
 def measure(proposer, name: str, items, config) -> dict[str, float]:
-    from kira.knowledge_base.chunker import region_boxes
     from PIL import Image
+
+    from kira.knowledge_base.chunker import region_boxes
 
     rows = []
     t = time.process_time()

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 from kira.models.default.pixel_encoder import PixelEncoder
 from kira.models.fused import FusedImageEncoder
 
