@@ -5,8 +5,9 @@ idx files under /usr/share/datasets/fashion-mnist). Gallery: the first `--galler
 training images; queries: the first `--queries` test images; precision@10 is the share
 of a query's 10 nearest gallery images (cosine) with the query's class.
 
-Side by side in one run: raw pixels (784-d), the pixel descriptor, the CNN (frozen) and
-the CNN + a projection head trained with kira.adapt.train_projection on the first
+Side by side in one run: raw pixels (784-d), the pixel descriptor, the CNN (frozen), the
+CNN fused with the pixel descriptor (the default image encoder, kira.models.fused) and
+one of them (`--project`) + a projection head trained with kira.adapt.train_projection on the first
 `--project-train` training images. Features are cached under KIRA_CACHE_DIR/bench, so a
 second run only trains. `--scale-only` times train_projection on 60,000 x 1,280 features
 (the CNN's shape) and reports its peak memory, without encoding anything.
@@ -48,6 +49,11 @@ def features(name: str, images: np.ndarray, tag: str) -> np.ndarray:
     path = cache_dir() / "bench" / f"fmnist-{name}-{tag}-{len(images)}.npy"
     if path.is_file():
         return np.load(path)
+    if name == "fused":  # exactly FusedImageEncoder.encode, built from the parts' (cached) features
+        from kira.models.fused import DEFAULT_PIXEL_WEIGHT as w
+
+        return np.concatenate([np.sqrt(1 - w) * features("mobilenet_v2", images, tag),
+                               np.sqrt(w) * features("pixel", images, tag)], axis=1).astype(np.float32)
     prefixes = sorted(path.parent.glob(f"fmnist-{name}-{tag}-*.npy"), key=lambda p: -int(p.stem.split("-")[-1]))
     for prefix in prefixes:  # a cached shorter prefix of the same images: encode only the rest
         n = int(prefix.stem.split("-")[-1])
@@ -103,8 +109,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gallery", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=2_000)
-    ap.add_argument("--encoders", default="raw,pixel,mobilenet_v2")
-    ap.add_argument("--project", default="mobilenet_v2", help="encoder whose features get a projection head ('' for none)")
+    ap.add_argument("--encoders", default="raw,pixel,mobilenet_v2,fused")
+    ap.add_argument("--project", default="fused", help="encoder whose features get a projection head ('' for none)")
     ap.add_argument("--project-train", type=int, default=10_000)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--scale-only", action="store_true")
