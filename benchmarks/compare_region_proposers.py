@@ -182,12 +182,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fashion", type=int, default=500, help="Fashion-MNIST test images (0: none)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--k-sigma", type=float, default=None, help="extract_regions threshold (default: ChunkingConfig's)")
     args = ap.parse_args()
     from kira.config import ChunkingConfig
     from kira.models.cnn.encoder import ActivationProposer, CnnImageEncoder
     from kira.models.default.saliency import SaliencyProposer
 
-    config = ChunkingConfig()
+    config = ChunkingConfig() if args.k_sigma is None else ChunkingConfig(region_k_sigma=args.k_sigma)
     proposers = {"cnn": ActivationProposer(CnnImageEncoder(threads=args.threads, prefer_cuda=False)),
                  "saliency": SaliencyProposer(), "centre": CentreProposer()}
     sets = {"photos (8, boxes by eye)": photos(), "quokka (polygon)": quokka(), "nuclei (instance mask)": nuclei(),
