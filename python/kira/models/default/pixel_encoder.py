@@ -1,4 +1,4 @@
-"""The default image encoder: classical CBIR descriptors, deterministic, no model files.
+"""The pixel descriptor: classical CBIR descriptors, deterministic, no model files (half of the fused default).
 
 Why these four blocks (each is a well-tested CBIR feature, and each covers a failure of
 the others):
