@@ -5,11 +5,13 @@ idx files under /usr/share/datasets/fashion-mnist). Gallery: the first `--galler
 training images; queries: the first `--queries` test images; precision@10 is the share
 of a query's 10 nearest gallery images (cosine) with the query's class.
 
-Side by side in one run: raw pixels (784-d), the pixel descriptor, the CNN (frozen) and
-the CNN + a projection head trained with kira.adapt.train_projection on the first
+Side by side in one run: raw pixels (784-d), the pixel descriptor, the CNN (frozen), the
+CNN fused with the pixel descriptor (the default image encoder, kira.models.fused) and
+one of them (`--project`) + a projection head trained with kira.adapt.train_projection on the first
 `--project-train` training images. Features are cached under KIRA_CACHE_DIR/bench, so a
-second run only trains. `--scale-only` times train_projection on 60,000 x 1,280 features
-(the CNN's shape) and reports its peak memory, without encoding anything.
+second run only trains. `--scale-only` times train_projection on 60,000 x `--scale-dim`
+features (1,977: the default fused encoder's width; 1,280: the CNN alone) and reports its
+peak memory, without encoding anything.
 
     python benchmarks/compare_fashion_mnist.py --gallery 10000 --queries 2000 --project-train 10000
     python benchmarks/compare_fashion_mnist.py --scale-only
@@ -48,6 +50,11 @@ def features(name: str, images: np.ndarray, tag: str) -> np.ndarray:
     path = cache_dir() / "bench" / f"fmnist-{name}-{tag}-{len(images)}.npy"
     if path.is_file():
         return np.load(path)
+    if name == "fused":  # exactly FusedImageEncoder.encode, built from the parts' (cached) features
+        from kira.models.fused import DEFAULT_PIXEL_WEIGHT as w
+
+        return np.concatenate([np.sqrt(1 - w) * features("mobilenet_v2", images, tag),
+                               np.sqrt(w) * features("pixel", images, tag)], axis=1).astype(np.float32)
     prefixes = sorted(path.parent.glob(f"fmnist-{name}-{tag}-*.npy"), key=lambda p: -int(p.stem.split("-")[-1]))
     for prefix in prefixes:  # a cached shorter prefix of the same images: encode only the rest
         n = int(prefix.stem.split("-")[-1])
@@ -88,7 +95,7 @@ def scale_only(rows: int, dim: int, epochs: int) -> None:
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((10, dim)).astype(np.float32)
     y = rng.integers(0, 10, rows)
-    x = centres[y] + 3.0 * rng.standard_normal((rows, dim)).astype(np.float32)
+    x = centres[y] + 3.0 * rng.standard_normal((rows, dim), dtype=np.float32)  # float32 at once: no float64 peak
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t, c = time.perf_counter(), time.process_time()
     res = train_projection(x, y.astype(str), epochs=epochs, batch_size=128, seed=0)
@@ -103,15 +110,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gallery", type=int, default=10_000)
     ap.add_argument("--queries", type=int, default=2_000)
-    ap.add_argument("--encoders", default="raw,pixel,mobilenet_v2")
-    ap.add_argument("--project", default="mobilenet_v2", help="encoder whose features get a projection head ('' for none)")
+    ap.add_argument("--encoders", default="raw,pixel,mobilenet_v2,fused")
+    ap.add_argument("--project", default="fused", help="encoder whose features get a projection head ('' for none)")
     ap.add_argument("--project-train", type=int, default=10_000)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--scale-only", action="store_true")
+    ap.add_argument("--scale-dim", type=int, default=1977, help="feature width for --scale-only (1977: the fused default)")
     args = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     if args.scale_only:
-        scale_only(60_000, 1280, args.epochs)
+        scale_only(60_000, args.scale_dim, args.epochs)
         return
     xtr, ytr = load("train")
     xte, yte = load("t10k")

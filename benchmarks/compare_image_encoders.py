@@ -14,8 +14,12 @@ scikit-learn's two sample photos. In one process it reports:
    circuit schematic with text labels rendered by schemdraw;
 4. encode speed: onnxruntime against torch eager for the same MobileNetV2 (a plain torch
    module loaded with the same weights), same batch, same threads;
-5. ingest rate with all chunks (document, regions, patches), old and new default, in
-   wall-clock images/s and CPU-seconds per image.
+5. ingest rate with all chunks (document, regions, patches), in wall-clock images/s and
+   CPU-seconds per image.
+
+Figures 1, 2 and 5 are given for the three image encoders side by side: the pixel
+descriptor (the old default), MobileNetV2 and the two fused (kira.models.fused); the
+column of the current `load_default()` is marked.
 
     python benchmarks/compare_image_encoders.py            # about 2-3 minutes on 2 cores
 """
@@ -23,6 +27,7 @@ scikit-learn's two sample photos. In one process it reports:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import tempfile
 import time
@@ -220,13 +225,15 @@ def main() -> None:
     from kira.models.ocr import OcrReader
 
     ims = images()
-    old = load_default(image_encoder="pixel", threads=args.threads)
-    new = load_default(threads=args.threads)
+    default = load_default(threads=args.threads).identity()["image"]
+    stacks = {name: load_default(image_encoder=name, threads=args.threads) for name in ("pixel", "mobilenet_v2", "fused")}
+    heads = [f"{n} (default)" if s.identity()["image"] == default else n for n, s in stacks.items()]
     print(f"{len(ims)} real images: {', '.join(ims)}\n")
-    print("| figure | old default (pixel) | new default (MobileNetV2) |\n|---|---|---|")
-    print(f"| augmented copies at rank 1 (20 x 5) | {rank1(old, ims):.2f} | {rank1(new, ims):.2f} |")
-    (o3, _), (n3, nf) = text_top3(old, ims), text_top3(new, ims)
-    print(f"| text question, image in top 3 ({len(QUESTIONS)} questions) | {o3:.2f} | {n3:.2f} ({', '.join(nf)}) |")
+    print(f"| figure | {' | '.join(heads)} |\n|---|{'---|' * len(stacks)}")
+    print(f"| augmented copies at rank 1 (20 x 5) | {' | '.join(f'{rank1(s, ims):.2f}' for s in stacks.values())} |")
+    found = [text_top3(s, ims) for s in stacks.values()]
+    cells = [f"{r:.2f} ({', '.join(f)})" for r, f in found]
+    print(f"| text question, image in top 3 ({len(QUESTIONS)} questions) | {' | '.join(cells)} |")
     rng = np.random.default_rng(1)
     pool = []
     for k in range(args.ingest):
@@ -234,8 +241,9 @@ def main() -> None:
         h, w = im.shape[:2]
         y, x = rng.integers(0, h // 4 + 1), rng.integers(0, w // 4 + 1)
         pool.append(np.ascontiguousarray(im[y : y + 3 * h // 4, x : x + 3 * w // 4]))
-    (ow, oc), (nw, nc) = ingest_rate(old, pool), ingest_rate(new, pool)
-    print(f"| ingest, all chunks: images/s (CPU s per image) | {ow:.1f} ({oc:.3f}) | {nw:.1f} ({nc:.3f}) |")
+    rates = [ingest_rate(s, pool) for s in stacks.values()]
+    print(f"| ingest, all chunks: images/s (CPU s per image), load {os.getloadavg()[0]:.1f} | "
+          f"{' | '.join(f'{w:.1f} ({c:.3f})' for w, c in rates)} |")
     tr, orr = torch_vs_ort(16, args.threads, 5)
     print(f"\nMobileNetV2 encode, batch 16 at 224 px, {args.threads} threads: torch eager {tr:.0f} images/s, "
           f"onnxruntime {orr:.0f} images/s, ratio {orr / tr:.2f}x")

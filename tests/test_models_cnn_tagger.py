@@ -53,7 +53,7 @@ def test_knowledge_base_with_the_cnn(tmp_path, monkeypatch, encoder):
     from kira.knowledge_base.kb import KnowledgeBase
     from kira.models import load_default
 
-    stack = load_default(threads=2)
+    stack = load_default(image_encoder="mobilenet_v2", threads=2)
     kb = KnowledgeBase.create(tmp_path / "kb", models=stack)
     kb.add_image(data.chelsea(), doc_id="cat")
     kb.add_image(data.coffee(), doc_id="coffee", caption="my morning cup")

@@ -31,11 +31,11 @@ def test_default_stack_fills_every_seam(stack):
     assert not any("hashing" in n for n in stack.notes)  # MiniLM is installed here
     img = np.zeros((64, 64, 3), dtype=np.uint8)
     img[10:30, 10:30] = 255
-    assert stack.image.encode([img]).shape == (1, stack.image.dim) == (1, 1280)
+    assert stack.image.encode([img]).shape == (1, stack.image.dim) == (1, 1280 + stack.image.pixel.dim)
     assert stack.regions.propose(img).shape == (28, 28)  # the 7 x 7 activation grid, upsampled 4x
     assert "image" in stack.captioner.caption(img)  # the measured-attribute sentence follows any labels
     ident = stack.identity()
-    assert ident["image"] == "mobilenet_v2-imagenet-224/1280"
+    assert ident["image"] == f"fused-mobilenet_v2-imagenet-224+kira-pixel-cbir-v2-w0.5/{stack.image.dim}"
     assert ident["text"] == "sentence-transformers/all-MiniLM-L6-v2/384"
     assert set(ident) == {"image", "text", "regions", "captioner"}
     assert any(n.startswith("image: mobilenet_v2") for n in stack.notes)
@@ -49,8 +49,9 @@ def test_pixel_encoder_is_a_named_option(tmp_path, monkeypatch):
     assert stack.regions.propose(img).shape == (32, 32)
     assert stack.identity()["image"] == f"kira-pixel-cbir-v2/{stack.image.dim}"
     untagged = load_default(tagger=False)
-    assert untagged.identity()["captioner"] == "DefaultCaptioner" and untagged.identity()["image"].startswith("mobilenet")
+    assert untagged.identity()["captioner"] == "DefaultCaptioner" and untagged.identity()["image"].startswith("fused-mobilenet")
     assert not untagged.captioner.caption(img).startswith("labels:")
+    assert load_default(image_encoder="mobilenet_v2").identity()["image"] == "mobilenet_v2-imagenet-224/1280"
     with pytest.raises(ValueError, match="image_encoder must be one of"):
         load_default(image_encoder="resnet")
 

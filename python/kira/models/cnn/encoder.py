@@ -29,9 +29,10 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,11 @@ class Forward:
         wx /= wx.sum(1, keepdims=True)
         wy /= wy.sum(1, keepdims=True)
         weights = (wy[:, :, None] * wx[:, None, :]).reshape(len(b), fh * fw).astype(np.float32)
-        out = weights @ self.feature_map.reshape(c, fh * fw).T  # (boxes, cells) x (cells, C)
+        cells = np.ascontiguousarray(self.feature_map.reshape(c, fh * fw).T)  # (cells, C)
+        # (boxes, cells) x (cells, C) by numpy's own loop, not BLAS: a product this small would wake
+        # OpenBLAS's worker threads, which then spin for a while and take the cores from the next
+        # onnxruntime call (measured: ingest CPU per image 0.07 -> 0.05 s on 2 cores)
+        out = np.einsum("bk,kc->bc", weights, cells, optimize=False)
         for i, box in enumerate(boxes):
             if box is None:
                 out[i] = self.pooled  # exactly the graph's global mean

@@ -1,4 +1,4 @@
-"""The default image encoder: classical CBIR descriptors, deterministic, no model files.
+"""The pixel descriptor: classical CBIR descriptors, deterministic, no model files (half of the fused default).
 
 Why these four blocks (each is a well-tested CBIR feature, and each covers a failure of
 the others):
@@ -39,8 +39,8 @@ batch at once.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -350,7 +350,7 @@ def _pyramid_histogram(
 def _lbp_riu2(q: np.ndarray, radius: int) -> np.ndarray:
     """Rotation-invariant uniform LBP codes (0..9) of int images (n, h, w) -> (n, h-2r, w-2r)."""
     r = radius
-    n, h, w = q.shape
+    _, h, w = q.shape
     centre = q[:, r : h - r, r : w - r]
     # 8 neighbours on the square of side 2r + 1, in circular order
     offsets = [(-r, -r), (-r, 0), (-r, r), (0, r), (r, r), (r, 0), (r, -r), (0, -r)]
