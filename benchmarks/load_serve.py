@@ -76,8 +76,9 @@ def _photos() -> dict[str, np.ndarray]:
     return out
 
 
-def build(path: Path, n: int, seed: int = 0, models: Any = None) -> None:
-    """A knowledge base of `n` transformed photographs at `path` (`models`, default: the default stack)."""
+def build(path: Path, n: int, seed: int = 0, models: Any = None, index: str = "flat") -> None:
+    """A knowledge base of `n` transformed photographs at `path` (`models`, default: the default stack;
+    `index`: "flat" or "hnsw")."""
     from PIL import Image
 
     from kira.knowledge_base import KnowledgeBase
@@ -85,7 +86,7 @@ def build(path: Path, n: int, seed: int = 0, models: Any = None) -> None:
     rng = np.random.default_rng(seed)
     photos = _photos()
     names = sorted(photos)
-    kb = KnowledgeBase.create(path, **({"models": models} if models is not None else {}))
+    kb = KnowledgeBase.create(path, index=index, **({"models": models} if models is not None else {}))
     start = time.perf_counter()
     for i in range(n):
         name = names[i % len(names)]
@@ -363,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kb", required=True, help="knowledge base directory (built with --build when missing)")
     parser.add_argument("--build", type=int, default=0, help="build a knowledge base of this many documents first")
+    parser.add_argument("--index", choices=["flat", "hnsw"], default="flat", help="the index of a knowledge base --build makes")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--routes", nargs="+", default=["vector", "search", "ask", "ask_image"],
@@ -379,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--clients is at most 64")
     kb = Path(args.kb)
     if args.build and not (kb / "kira.sqlite").exists():
-        build(kb, args.build)
+        build(kb, args.build, index=args.index)
     from kira.knowledge_base import KnowledgeBase
 
     opened = KnowledgeBase.open(kb, read_only=True)

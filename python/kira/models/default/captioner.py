@@ -61,31 +61,20 @@ class DefaultCaptioner:
     def hypotheses(self, image: ImageLike | None, question: str, n: int) -> list[str]:
         """Up to n deterministic hypotheses about what answers `question`.
 
-        With an image, they use its measured attributes (salient-region location,
-        brightness, colour, texture); without one, only the question. Returns [] for
-        n <= 0 or a question with no content words and no image. Raises ValueError
-        when `question` is not a string.
+        They join the question's subject to the image's measured attributes (salient-region
+        location, brightness, colour, texture). Without an image there is nothing to add:
+        a template around the question's own words says no more than the question, whose
+        vector the search already has, and would cost an encoding each; so a text-only
+        question gets [] (a language-model captioner writes real hypotheses). Returns []
+        for n <= 0. Raises ValueError when `question` is not a string.
         """
         if not isinstance(question, str):
             raise ValueError(f"question must be a string, got {type(question).__name__}")
-        if n <= 0:
+        if n <= 0 or image is None:
             return []
         subject = question_subject(question)
-        attrs = self.describer.describe(image) if image is not None else None
-        if not subject and attrs is None:
-            return []
-        out = _with_image(subject or "the main finding", attrs) if attrs is not None else _text_only(subject)
+        out = _with_image(subject or "the main finding", self.describer.describe(image))
         return list(dict.fromkeys(out))[:n]
-
-
-def _text_only(subject: str) -> list[str]:
-    return [
-        f"The image shows {subject}.",
-        f"{_cap(subject)} is visible as a distinct region of the image.",
-        f"A case with {subject}, described by its location, shape and appearance.",
-        f"Reference material that defines {subject} and how it looks.",
-        f"Images without {subject}, which differ in appearance.",
-    ]
 
 
 def _with_image(subject: str, a: ImageAttributes) -> list[str]:
@@ -99,7 +88,7 @@ def _with_image(subject: str, a: ImageAttributes) -> list[str]:
     if a.orientation != "mixed":
         out.append(f"{_cap(subject)} follows the mostly {a.orientation} structures in the image.")
     out.append(f"A similar {kind} image with {subject}, {colours}, {a.texture_word}.")
-    out.extend(_text_only(subject)[2:])
+    out.append(f"An image with {subject}, described by its location, shape and appearance.")
     return out
 
 
