@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -102,3 +103,10 @@ def test_a_knowledge_base_on_a_milvus_server_is_shared_by_processes_through_the_
     assert reader.returncode == 0, reader.stderr[-2000:]
     docs, seen = reader.stdout.strip().splitlines()[-1].rsplit(" ", 1)
     assert docs == "['chelsea', 'coffee']" and int(seen) >= generation  # close() commits once more
+    asked = subprocess.run([sys.executable, "-m", "kira", "ask", "shared", "a cup of coffee", "--uri", server,
+                            "--variant", "dual_path", "--card", "json"], capture_output=True, text=True, timeout=300)
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert '"doc_id": "coffee"' in asked.stdout
+    info = subprocess.run([sys.executable, "-m", "kira", "info", "shared", "--uri", server, "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert info.returncode == 0 and json.loads(info.stdout)["documents"] == 2, info.stderr[-2000:]

@@ -70,7 +70,6 @@ def _suffixes() -> frozenset[str]:
 
 
 def _ask(args: argparse.Namespace) -> Any:
-    from kira.knowledge_base import KnowledgeBase
     from kira.pipeline import Kira
 
     from kira.knowledge_base.inputs import clean_text
@@ -80,7 +79,7 @@ def _ask(args: argparse.Namespace) -> Any:
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1; got {args.top_k}")
     args.question = clean_text(args.question, "the question")  # bytes that are not UTF-8 become U+FFFD
-    kb = KnowledgeBase.open(args.kb, models=_stack(args.models), read_only=True)
+    kb = _open_read_only(args.kb, args.uri, models=_stack(args.models))
     try:
         if len(kb) == 0:
             raise ValueError(f"the knowledge base {args.kb} is empty: add images first with "
@@ -133,10 +132,18 @@ def _cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_info(args: argparse.Namespace) -> int:
+def _open_read_only(kb: str, uri: str | None, models: Any = None) -> Any:
+    """A knowledge base opened for reading: a directory, or with `uri` the Milvus knowledge base named `kb`
+    there (its token from $KIRA_MILVUS_TOKEN)."""
     from kira.knowledge_base import KnowledgeBase
 
-    kb = KnowledgeBase.open(args.kb, read_only=True)
+    if uri is None:
+        return KnowledgeBase.open(kb, models=models, read_only=True)
+    return KnowledgeBase.open(kb, models=models, read_only=True, uri=uri, token=os.environ.get("KIRA_MILVUS_TOKEN", ""))
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    kb = _open_read_only(args.kb, args.uri)
     try:
         stats = kb.stats()
     finally:
@@ -228,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--profile", help="a domain profile file (.toml or .json) to answer with instead of the "
                                          "knowledge base's own (docs/profiles.md)")
         p.add_argument("--out", help="write the card to this file instead of stdout")
+        p.add_argument("--uri", help="Milvus uri: KB is then the name of a knowledge base there (token: $KIRA_MILVUS_TOKEN)")
         if name == "ask":
             p.add_argument("--card", choices=("text", "json", "html"), help="print the rationale card in this format")
             p.set_defaults(func=_cmd_ask)
@@ -238,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="what a knowledge base holds", formatter_class=_Help)
     p.add_argument("kb", help="knowledge base directory")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--uri", help="Milvus uri: KB is then the name of a knowledge base there (token: $KIRA_MILVUS_TOKEN)")
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("check", help="verify a knowledge base: database, index files and their agreement",

@@ -58,7 +58,7 @@ def _ingest_with_ray(args: argparse.Namespace, path: Path, models: Any, sources:
     """`kira ingest --engine ray`: Ray starts before Milvus Lite's gRPC threads do (a fork beside them is
     what makes Ray's node start time out), and stops at the end."""
     from kira.backends.ray_ingest import require_ray
-    from kira.backends.ray_kb_ingest import _init_ray
+    from kira.backends.ray_runtime import start_ray, stop_ray
 
     if not args.uri and (path / "kira.sqlite").is_file():  # refused before Ray starts
         raise ValueError(f"{path} is an embedded knowledge base; --engine ray writes to a knowledge base created "
@@ -66,12 +66,12 @@ def _ingest_with_ray(args: argparse.Namespace, path: Path, models: Any, sources:
     if args.backend == "embedded":
         raise ValueError("--engine ray writes to a Milvus-backed knowledge base; drop --backend embedded")
     ray = require_ray()
-    _init_ray(ray, args.ray_address)
+    start_ray(ray, args.ray_address)
     try:
         kb, created = _open_for_ingest(args, path, models)
         return _ingest_into(args, kb, created, path, sources, captions)
     finally:
-        ray.shutdown()
+        stop_ray(ray)
 
 
 def _ingest_into(args: argparse.Namespace, kb: Any, created: bool, path: Path, sources: Any, captions: Any) -> int:

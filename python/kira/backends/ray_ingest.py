@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from kira.backends.milvus_schema import MilvusCollection, MilvusConfig
+from kira.backends.ray_runtime import start_ray, stop_ray
 
 log = logging.getLogger(__name__)
 
@@ -273,8 +274,7 @@ def ingest_ray(
     worker_config = asdict(replace(config, uri=_lite_server_uri(config)))
     own_ray = not ray.is_initialized()
     if own_ray:
-        ray.init(address=address, num_cpus=None if address else 2, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+        start_ray(ray, address)
     try:
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = bool(progress if progress is not None else log.isEnabledFor(logging.INFO))
@@ -299,6 +299,6 @@ def ingest_ray(
             collection.flush()  # seal the job's rows into indexed segments
     finally:
         if own_ray:
-            ray.shutdown()
+            stop_ray(ray)
     summary.seconds = time.perf_counter() - started
     return summary

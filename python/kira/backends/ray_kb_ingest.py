@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from kira.backends.ray_ingest import _lite_server_uri, _read_image, actor_pool_size, list_sources, require_ray
+from kira.backends.ray_runtime import start_ray, stop_ray
 
 log = logging.getLogger(__name__)
 
@@ -114,20 +115,6 @@ class KbEncodeAndWrite:
                 "chunks": np.array([status[p][2] for p in paths], dtype=np.int64)}
 
 
-def _init_ray(ray: Any, address: str | None) -> None:
-    """ray.init, tried twice: on a loaded machine the raylet can miss Ray's fixed 30 s start wait."""
-    for attempt in (1, 2):
-        try:
-            ray.init(address=address, num_cpus=None if address else 2, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
-            return
-        except Exception:  # Ray raises a bare Exception for a start timeout
-            ray.shutdown()  # stops what the failed start left running
-            if attempt == 2:
-                raise
-            log.warning("ray.init failed; trying once more")
-
-
 def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = None, actors: int | None = None,
                   cpus_per_actor: float = 1.0, batch_size: int = 16, captions: Mapping[str, str] | None = None,
                   tags: Callable[[Any], Iterable[str]] | None = None,
@@ -181,7 +168,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
                "tags": tags, "metadata": metadata, "max_pixels": max_pixels}
     own_ray = not ray.is_initialized()
     if own_ray:
-        _init_ray(ray, address)
+        start_ray(ray, address)
     bar = _progress(len(todo), progress)
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False  # kira's own bar counts images
@@ -205,7 +192,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
         if bar is not None:
             bar.close()
         if own_ray:
-            ray.shutdown()
+            stop_ray(ray)
     kb.note_external_writes()  # the actors wrote: flush and publish their writes
     kb.commit()
     log.info("ray ingest: %d added, %d skipped with %d actor(s)", len(summary.added), len(summary.skipped), pool)
