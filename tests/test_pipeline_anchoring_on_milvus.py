@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
@@ -12,13 +11,10 @@ pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 from milvus_fixtures import rebuilt_on_milvus  # noqa: E402
 
 
-
-
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
     """test_pipeline_anchoring's knowledge base, built in Milvus."""
     yield from rebuilt_on_milvus(source.kb, tmp_path_factory)
-
 
 
 def test_these_tests_run_on_a_milvus_knowledge_base(kb):

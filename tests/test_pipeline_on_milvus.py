@@ -9,7 +9,6 @@ test asks what it asks of the embedded one. The variants that hop run
 
 from __future__ import annotations
 
-
 import pytest
 
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
@@ -18,13 +17,10 @@ pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 from milvus_fixtures import rebuilt_on_milvus  # noqa: E402
 
 
-
-
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
     """test_pipeline_ask's knowledge base, built in Milvus."""
     yield from rebuilt_on_milvus(ask_tests.kb, tmp_path_factory)
-
 
 
 def test_these_tests_run_on_a_milvus_knowledge_base(kb):

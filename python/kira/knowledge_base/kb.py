@@ -268,10 +268,9 @@ class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
     def models(self) -> Any:
         """The model stack (loaded with `kira.models.load_default()` on first use)."""
         if self._models is None:
-            from kira.models import load_default
-            from kira.models.stack import image_encoder_choice
+            from kira.knowledge_base.model_identity import default_stack_for
 
-            self._models = load_default(image_encoder=image_encoder_choice(self.built_with().get("image")))
+            self._models = default_stack_for(self.built_with())
         return self._models
 
     def built_with(self) -> dict[str, str]:
@@ -301,13 +300,9 @@ class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
         else:
             same = mine == built
         if not same:
-            from kira.models.stack import image_encoder_choice
+            from kira.knowledge_base.model_identity import refuse_other_image_encoder
 
-            choice = image_encoder_choice(built)
-            hint = (f"load it with kira.models.load_default(image_encoder={choice!r})" if choice
-                    else "load the model stack it was built with")
-            raise ValueError(f"{self.path} was built with the image encoder {built}, but this model stack encodes "
-                             f"images with {mine or type(stack.image).__name__}; {hint}")
+            refuse_other_image_encoder(str(self.path), built, mine or type(stack.image).__name__)
 
     def _ensure_dims(self) -> VectorSpaces:
         stack = self.models

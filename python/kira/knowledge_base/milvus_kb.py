@@ -242,10 +242,9 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
     def models(self) -> Any:
         """The model stack (loaded with `kira.models.load_default()` on first use)."""
         if self._models is None:
-            from kira.models import load_default
-            from kira.models.stack import image_encoder_choice
+            from kira.knowledge_base.model_identity import default_stack_for
 
-            self._models = load_default(image_encoder=image_encoder_choice(self.built_with().get("image")))
+            self._models = default_stack_for(self.built_with())
         return self._models
 
     def built_with(self) -> dict[str, str]:
@@ -258,14 +257,9 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         if not built or stack is None or getattr(stack, "image", None) is None:
             return
         mine = stack.identity().get("image", "") if hasattr(stack, "identity") else type(stack.image).__name__
-        if mine != built:
-            from kira.models.stack import image_encoder_choice
+        from kira.knowledge_base.model_identity import refuse_other_image_encoder
 
-            choice = image_encoder_choice(built)
-            hint = (f"load it with kira.models.load_default(image_encoder={choice!r})" if choice
-                    else "load the model stack it was built with")
-            raise ValueError(f"{self.name} at {self.uri} was built with the image encoder {built}, but this model "
-                             f"stack encodes images with {mine}; {hint}")
+        refuse_other_image_encoder(f"{self.name} at {self.uri}", built, mine)
 
     def _check_dims(self, stack: Any) -> None:
         dims = json.loads(self._setting("dims", "null") or "null")
