@@ -31,6 +31,7 @@ from kira.knowledge_base.chunker import LEVELS
 from kira.knowledge_base.kb_adaptation import AdapterAndBridge
 from kira.knowledge_base.kb_views import DerivedViews
 from kira.knowledge_base.kb_writing import MAX_ENCODED_CHARS, Writing
+from kira.knowledge_base.model_identity import RecordedModels
 from kira.knowledge_base.store import Store
 from kira.knowledge_base.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces, remove_stale_temporaries,
                                          write_json_atomic)
@@ -74,7 +75,7 @@ def _milvus_backend(backend: str) -> Any:
     return MilvusKnowledgeBase
 
 
-class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
+class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
     """A knowledge base directory opened for reading or writing. Use `create` or `open`.
 
     Thread safety: one instance belongs to one thread. Several processes may read at once
@@ -263,47 +264,7 @@ class KnowledgeBase(Writing, DerivedViews, AdapterAndBridge):
         elif self.vectors.manifest_outdated and not self.read_only and not self.vectors.unsaved:
             self.vectors.write_manifest(self.store.generation())  # the files hold every row: add the digests
 
-    # ---- models -----------------------------------------------------------------------
-    @property
-    def models(self) -> Any:
-        """The model stack (loaded with `kira.models.load_default()` on first use)."""
-        if self._models is None:
-            from kira.knowledge_base.model_identity import default_stack_for
-
-            self._models = default_stack_for(self.built_with())
-        return self._models
-
-    def built_with(self) -> dict[str, str]:
-        """Part -> model identity of the stack that built this knowledge base ({} before the first image).
-
-        Knowledge bases from before identities were stored give the encoders' class names.
-        """
-        stored = self.store.get_meta("model_identity")
-        if stored:
-            return dict(json.loads(stored))
-        return dict(json.loads(self.store.get_meta("models", "{}") or "{}"))
-
-    def check_models(self, stack: Any) -> None:
-        """Raise ValueError when `stack`'s image encoder is not the one this knowledge base was built with.
-
-        Vectors from two different encoders are not comparable, so a query encoded with
-        another encoder would return noise; the message names the encoder to load.
-        """
-        built = self.built_with().get("image")
-        if not built or stack is None or getattr(stack, "image", None) is None:
-            return
-        mine = stack.identity().get("image", "") if hasattr(stack, "identity") else ""
-        if self.store.get_meta("model_identity") is None or not mine:
-            # no identity on one side: compare what both record, the image encoder's class
-            built_class = json.loads(self.store.get_meta("models", "{}") or "{}").get("image", built)
-            same = type(stack.image).__name__ == built_class
-        else:
-            same = mine == built
-        if not same:
-            from kira.knowledge_base.model_identity import refuse_other_image_encoder
-
-            refuse_other_image_encoder(str(self.path), built, mine or type(stack.image).__name__)
-
+    # ---- models (what built it: kira.knowledge_base.model_identity.RecordedModels) -----
     def _ensure_dims(self) -> VectorSpaces:
         stack = self.models
         dims = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}

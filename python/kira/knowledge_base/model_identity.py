@@ -6,6 +6,7 @@ own way, as `built_with()`).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 
@@ -31,4 +32,46 @@ def refuse_other_image_encoder(where: str, built: str, mine: str) -> None:
                      f"with {mine}; {hint}")
 
 
-__all__ = ["default_stack_for", "refuse_other_image_encoder"]
+class RecordedModels:
+    """The embedded knowledge base's models: the stack it records in its store's meta rows
+    (``model_identity``; ``models``, the encoders' class names, for knowledge bases from before).
+    Expects ``self.store``, ``self.path`` and ``self._models``."""
+
+    @property
+    def models(self) -> Any:
+        """The model stack (loaded with `kira.models.load_default()` on first use)."""
+        if self._models is None:
+            self._models = default_stack_for(self.built_with())
+        return self._models
+
+    def built_with(self) -> dict[str, str]:
+        """Part -> model identity of the stack that built this knowledge base ({} before the first image).
+
+        Knowledge bases from before identities were stored give the encoders' class names.
+        """
+        stored = self.store.get_meta("model_identity")
+        if stored:
+            return dict(json.loads(stored))
+        return dict(json.loads(self.store.get_meta("models", "{}") or "{}"))
+
+    def check_models(self, stack: Any) -> None:
+        """Raise ValueError when `stack`'s image encoder is not the one this knowledge base was built with.
+
+        Vectors from two different encoders are not comparable, so a query encoded with
+        another encoder would return noise; the message names the encoder to load.
+        """
+        built = self.built_with().get("image")
+        if not built or stack is None or getattr(stack, "image", None) is None:
+            return
+        mine = stack.identity().get("image", "") if hasattr(stack, "identity") else ""
+        if self.store.get_meta("model_identity") is None or not mine:
+            # no identity on one side: compare what both record, the image encoder's class
+            built_class = json.loads(self.store.get_meta("models", "{}") or "{}").get("image", built)
+            same = type(stack.image).__name__ == built_class
+        else:
+            same = mine == built
+        if not same:
+            refuse_other_image_encoder(str(self.path), built, mine or type(stack.image).__name__)
+
+
+__all__ = ["RecordedModels", "default_stack_for", "refuse_other_image_encoder"]
