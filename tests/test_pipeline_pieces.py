@@ -237,3 +237,26 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
         pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
         encoded = (pieces - {c.plain_text for c in result.answer.claims}) & set(encoder.texts)
         assert pieces and all("patch at x" in p for p in encoded)
+
+
+def test_a_bulk_ingest_without_pieces_answers_the_same_and_fills_them_later(tmp_path):
+    from kira.config import GroundingConfig, KiraConfig
+
+    encoder = HashingTextEncoder()
+    config = KiraConfig().replace(grounding=GroundingConfig(pieces_at_ingest=False))
+    _build(tmp_path / "with", FakeStack(text=encoder))
+    with KnowledgeBase.create(tmp_path / "without", config, models=FakeStack(text=encoder)) as kb:
+        for n, (name, caption) in enumerate(CAPTIONS.items()):
+            kb.add_image(photo(n), doc_id=name, caption=caption, tags=[name])
+        kb.commit()
+        assert kb.store.conn.execute("SELECT COUNT(*) FROM text_pieces").fetchone()[0] == 0
+        bare = Kira(kb).ask(QUESTIONS[2])
+        assert kb.store_text_pieces() == len(CAPTIONS)
+        filled_pieces = set(_pieces(kb, "coffee"))
+        filled = Kira(kb).ask(QUESTIONS[2])
+    with KnowledgeBase.open(tmp_path / "with", models=FakeStack(text=encoder), read_only=True) as kb:
+        stored = Kira(kb).ask(QUESTIONS[2])
+        assert filled_pieces == set(_pieces(kb, "coffee")) and filled_pieces  # the backfill stores what ingest would
+    for other in (bare, filled):
+        assert other.answer.text == stored.answer.text
+        assert other.answer.grounding == pytest.approx(stored.answer.grounding, abs=1e-6)

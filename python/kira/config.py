@@ -174,6 +174,10 @@ class GroundingConfig(_Checked):
     critic_midpoint: float = _f(0.45, -1, 1)
     critic_overlap_weight: float = _f(2.0, 0)
     max_evidence: int = _f(5, 1)  # items in the evidence pack handed to the generator
+    # Text pieces (what the verifier compares claims with) encoded at ingest, so an ask encodes only its claims;
+    # off: a faster bulk ingest (the pieces cost ~0.1 CPU-s per uncaptioned photo), KnowledgeBase.store_text_pieces()
+    # fills them in later, and until then the verifier encodes the evidence it meets (same scores)
+    pieces_at_ingest: bool = _f(True)
     # Text pieces of patch chunks encoded at ingest too (the verifier then encodes no evidence at ask time);
     # off: a patch's own piece (its location) is encoded when an ask cites it, and ingest does ~1/3 the text work
     patch_pieces_at_ingest: bool = _f(False)

@@ -186,9 +186,12 @@ class Writing:
         plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
         labels, read_lines = batch.labels, batch.read_lines
         dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
-        patches = self.config.grounding.patch_pieces_at_ingest
-        pieces = encode_pieces(stack.text, stored_descriptions(items, plans, texts, patches=patches), texts, text,
-                               stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
+        grounding = self.config.grounding
+        if grounding.pieces_at_ingest:
+            pieces = encode_pieces(stack.text, stored_descriptions(items, plans, texts, patches=grounding.patch_pieces_at_ingest),
+                                   texts, text, stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
+        else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
+            pieces = [([], np.zeros((0, dim), np.float32)) for _ in items]
         image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
         new_ids: dict[str, list[int]] = {"visual": [], "text": []}
         new_rows: dict[str, list[np.ndarray]] = {"visual": [], "text": []}
