@@ -22,6 +22,7 @@ from kira.backends.milvus_encode import CHUNKS_PER_IMAGE, chunk_id
 from kira.backends.milvus_kb_store import KbRecords, document_value, thumbnail_value
 from kira.backends.milvus_schema import MilvusCollection
 from kira.backends.milvus_writes import ChunkRecord, replace_documents
+from kira.knowledge_base.inputs import group_arg
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +34,6 @@ class KbBatch:
     records: list[ChunkRecord] = field(default_factory=list)
     documents: dict[str, str] = field(default_factory=dict)  # "doc:<id>" / "thumb:<id>" -> value
     chunks_per_doc: dict[str, int] = field(default_factory=dict)
-
-
-def _group(value: Any, what: str) -> tuple[str, float | None] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value, None
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return str(value[0]), float(value[1])
-    raise ValueError(f"{what} must be a group id (str) or (group_id, position); got {value!r}")
 
 
 def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Sequence[int], *, chunking: Any,
@@ -64,7 +55,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
     for item in items:
         member: dict[str, float] = {}
         for kind, arg in (("temporal", item.get("sequence")), ("multiview", item.get("view"))):
-            group = _group(arg, "sequence" if kind == "temporal" else "view")
+            group = group_arg(arg, "sequence" if kind == "temporal" else "view")
             if group is not None:
                 gid, pos = group
                 key = f"{kind}:{gid}"

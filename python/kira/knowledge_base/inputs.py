@@ -35,3 +35,14 @@ def tags_arg(tags: Any) -> tuple[str, ...]:
         if text:
             out.append(text)
     return tuple(out)
+
+
+def group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
+    """A `sequence=` / `view=` argument as (group id, position or None); None for None. ValueError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        return str(value[0]), float(value[1])
+    raise ValueError(f"{what} must be a group id (str) or (group_id, position); got {value!r}")

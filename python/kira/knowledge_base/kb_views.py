@@ -207,13 +207,17 @@ class DerivedViews:
 
     def thumbnail(self, doc_id: str) -> np.ndarray | None:
         """The stored <= 160 px preview of a document's image (uint8 RGB), or None."""
-        png = self.store.thumbnail(doc_id)
-        if not png:
-            return None
-        from PIL import Image
+        return decode_thumbnail(self.store.thumbnail(doc_id))
 
-        with Image.open(io.BytesIO(png)) as im:
-            return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+def decode_thumbnail(png: bytes | None) -> np.ndarray | None:
+    """A stored thumbnail's PNG bytes as uint8 RGB, or None when there are none."""
+    if not png:
+        return None
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
 
 @dataclass(frozen=True)

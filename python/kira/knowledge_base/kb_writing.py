@@ -21,7 +21,7 @@ from kira.knowledge_base.batch_encode import (
     encode_batch,
     encode_texts,
 )
-from kira.knowledge_base.inputs import clean_text, tags_arg
+from kira.knowledge_base.inputs import clean_text, group_arg, tags_arg
 from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
 from kira.reasoning.verifier import summary_pieces
 
@@ -79,16 +79,6 @@ def encode_pieces(encoder: Any, descriptions: Sequence[Sequence[str]], texts: Se
     dim = int(text.shape[1]) if text.ndim == 2 else int(encoder.dim)
     return [(pieces, np.array([known[p] for p in pieces], dtype=np.float32).reshape(len(pieces), dim))
             for pieces in per_item]
-
-
-def _group_arg(value: Any, what: str) -> tuple[str, float | None] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value, None
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return str(value[0]), float(value[1])
-    raise ValueError(f"{what} must be a group id (str) or (group_id, position); got {value!r}")
 
 
 class Writing:
@@ -246,7 +236,7 @@ class Writing:
                         ti += 1
                     self.store.insert_pieces(item["doc_id"], *pieces[n])
                     for kind, arg in (("temporal", item["sequence"]), ("multiview", item["view"])):
-                        group = _group_arg(arg, "sequence" if kind == "temporal" else "view")
+                        group = group_arg(arg, "sequence" if kind == "temporal" else "view")
                         if group is not None:
                             gid, pos = group
                             if pos is None:

@@ -22,7 +22,6 @@ another process's commit.
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from typing import Any, Callable, Iterable, Mapping, TypeVar
@@ -160,13 +159,9 @@ class MilvusViews:
 
     def thumbnail(self, doc_id: str) -> np.ndarray | None:
         """The stored preview of a document's image (uint8 RGB), or None."""
-        data = self.store.thumbnail(doc_id)
-        if not data:
-            return None
-        from PIL import Image
+        from kira.knowledge_base.kb_views import decode_thumbnail
 
-        with Image.open(io.BytesIO(data)) as im:
-            return np.asarray(im.convert("RGB"), dtype=np.uint8)
+        return decode_thumbnail(self.store.thumbnail(doc_id))
 
     def refresh(self) -> bool:
         """Pick up commits made by another process since this one looked; returns whether any were."""
