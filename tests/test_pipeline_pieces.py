@@ -53,15 +53,6 @@ def _build(path, stack) -> None:
         kb.commit()
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    minilm = pytest.importorskip("kira.models.minilm")
-    try:
-        return minilm.MiniLMEncoder(threads=1, prefer_cuda=False)
-    except minilm.MiniLMNotInstalled as exc:  # pragma: no cover - CI installs the wheel
-        pytest.skip(str(exc))
-
-
 def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_with_it(tmp_path):
     encoder = HashingTextEncoder()
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(text=encoder)) as kb:

@@ -13,15 +13,6 @@ from kira.reasoning.critic import LMCritic, SimilarityCritic, filter_by_probabil
 from kira.reasoning.types import EvidenceItem
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    minilm = pytest.importorskip("kira.models.minilm")
-    try:
-        return minilm.MiniLMEncoder(threads=1, prefer_cuda=False)
-    except minilm.MiniLMNotInstalled as exc:  # pragma: no cover - CI installs the wheel
-        pytest.skip(str(exc))
-
-
 def _item(n: int, summary: str) -> EvidenceItem:
     return EvidenceItem(n, 100 + n, f"doc{n}", "document", 1.0, ("visual",), summary)
 

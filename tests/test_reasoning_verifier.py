@@ -12,15 +12,6 @@ from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 from kira.reasoning.verifier import GroundingVerifier, summary_pieces, token_alignment
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    minilm = pytest.importorskip("kira.models.minilm")
-    try:
-        return minilm.MiniLMEncoder(threads=1, prefer_cuda=False)
-    except minilm.MiniLMNotInstalled as exc:  # pragma: no cover - CI installs the wheel
-        pytest.skip(str(exc))
-
-
 def _item(number: int, summary: str, doc: str = "d") -> EvidenceItem:
     return EvidenceItem(number, number, f"{doc}{number}", "document", 1.0 / number, ("visual",), summary)
 

@@ -66,3 +66,33 @@ def _compound_documents(groups: Sequence[tuple[str, str, Sequence[str]]]) -> dic
             if a != b:
                 parent[max(a, b)] = min(a, b)
     return {d: root(d) for d in parent}
+
+
+class CompoundQueries:
+    """The compound-group questions a knowledge base answers, all from its `compounds()` (a
+    `CompoundIndex` per commit); mixed into the embedded and the Milvus knowledge bases."""
+
+    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
+        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
+        c = self.compounds()
+        return c.core, dict(c.kinds)
+
+    def group_partners(self) -> Mapping[int, frozenset[int]]:
+        """{document chunk id: the document chunks sharing a temporal or multiview group with it}."""
+        return self.compounds().partners
+
+    def compound_of(self) -> Mapping[str, str]:
+        """{doc_id: its compound document's key} for every document in a temporal or multiview group.
+
+        Groups that share a document are one compound document (a subject's follow-ups and
+        views); its key is the smallest member doc id. Documents in no group are absent.
+        """
+        return self.compounds().compound_of
+
+    def view_set_of(self) -> Mapping[str, str]:
+        """{doc_id: its multiview group's id} for every document in a multiview group of 2+.
+
+        A multiview group is one subject seen several ways at once (a front and a side view);
+        unlike `compound_of` it leaves out the subject's other times.
+        """
+        return self.compounds().view_set_of

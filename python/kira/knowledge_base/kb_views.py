@@ -14,12 +14,12 @@ import io
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import numpy as np
 
 from kira import _core
-from kira.knowledge_base.compound import CompoundIndex
+from kira.knowledge_base.compound import CompoundIndex, CompoundQueries
 from kira.knowledge_base.store import DocumentRow
 
 T = TypeVar("T")
@@ -29,7 +29,7 @@ MAX_LEXICAL_CHARS = 20_000
 any caption or passage it ranks by, so a 10 MB caption no longer costs seconds per commit."""
 
 
-class DerivedViews:
+class DerivedViews(CompoundQueries):
     """Mixin of `KnowledgeBase`: the derived views (module docstring). Needs ``store``, ``_caches``, ``_derived``,
     ``vectors``, ``models``, ``refresh`` and ``bridge`` of the knowledge base."""
 
@@ -86,31 +86,6 @@ class DerivedViews:
     def compounds(self) -> CompoundIndex:
         """The compound groups of this commit, in one representation (`kira.knowledge_base.compound`)."""
         return self.view(COMPOUNDS)
-
-    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
-        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
-        c = self.compounds()
-        return c.core, dict(c.kinds)
-
-    def group_partners(self) -> Mapping[int, frozenset[int]]:
-        """{document chunk id: the document chunks sharing a temporal or multiview group with it}."""
-        return self.compounds().partners
-
-    def compound_of(self) -> Mapping[str, str]:
-        """{doc_id: its compound document's key} for every document in a temporal or multiview group.
-
-        Groups that share a document are one compound document (a subject's follow-ups and
-        views); its key is the smallest member doc id. Documents in no group are absent.
-        """
-        return self.compounds().compound_of
-
-    def view_set_of(self) -> Mapping[str, str]:
-        """{doc_id: its multiview group's id} for every document in a multiview group of 2+.
-
-        A multiview group is one subject seen several ways at once (a front and a side view);
-        unlike `compound_of` it leaves out the subject's other times.
-        """
-        return self.compounds().view_set_of
 
     def memo(self, key: str, build: Callable[[], T]) -> T:
         """`build()`'s value, computed once per commit and kept until the next: for a caller's own views of
@@ -237,11 +212,11 @@ class DerivedView(Generic[T]):
 LEXICAL = DerivedView("lexical", lambda kb: kb._lexical_index(), kept=True)
 DOC_CHUNK_MAP = DerivedView("doc_chunk_map", lambda kb: kb._document_chunk_map(), kept=True)
 DOCUMENT_GROUPS = DerivedView("document_groups", lambda kb: _core.GroupMap(*kb.view(DOC_CHUNK_MAP)))
-def _build_compounds(kb: Any) -> CompoundIndex:
+def build_compounds(kb: Any) -> CompoundIndex:
     groups = kb.store.groups()
     return CompoundIndex.build(groups, kb.store.document_chunk_ids({d for _, _, docs in groups for d in docs}))
 
 
-COMPOUNDS = DerivedView("compounds", _build_compounds)
+COMPOUNDS = DerivedView("compounds", build_compounds)
 DERIVED_VIEWS: tuple[DerivedView[Any], ...] = (LEXICAL, DOC_CHUNK_MAP, DOCUMENT_GROUPS, COMPOUNDS)
 """Every derived view `warm` builds; a new one is added here, not listed by hand elsewhere."""

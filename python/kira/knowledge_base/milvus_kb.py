@@ -30,6 +30,7 @@ from kira.config import KiraConfig
 from kira.knowledge_base.chunker import LEVELS
 from kira.knowledge_base.kb_writing import Writing
 from kira.knowledge_base.milvus_kb_views import MilvusViews
+from kira.knowledge_base.model_identity import LoadsItsModels
 
 log = logging.getLogger(__name__)
 LITE_FILE = "milvus.db"  # the Milvus Lite file of a knowledge base kept in a local directory
@@ -58,7 +59,7 @@ def is_milvus_directory(path: str | os.PathLike) -> bool:
     return (Path(path) / LITE_FILE).exists() and not (Path(path) / "kira.sqlite").exists()
 
 
-class MilvusKnowledgeBase(MilvusViews, Writing):
+class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
     """A knowledge base on Milvus (module docstring). Use `KnowledgeBase.create` / `KnowledgeBase.open` with
     ``backend="milvus"``. Thread safety: one instance belongs to one thread."""
 
@@ -237,15 +238,6 @@ class MilvusKnowledgeBase(MilvusViews, Writing):
         self._records.put({"setting:profile": json.dumps(profile.to_dict())})
         self._profile = profile
         self._changed = True
-
-    @property
-    def models(self) -> Any:
-        """The model stack (loaded with `kira.models.load_default()` on first use)."""
-        if self._models is None:
-            from kira.knowledge_base.model_identity import default_stack_for
-
-            self._models = default_stack_for(self.built_with())
-        return self._models
 
     def built_with(self) -> dict[str, str]:
         """Part -> model identity of the stack that built this knowledge base ({} before the first image)."""

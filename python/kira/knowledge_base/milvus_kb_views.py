@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
+
+from kira.knowledge_base.compound import CompoundQueries
 
 T = TypeVar("T")
 MAX_LEXICAL_CHARS = 20_000  # as kira.knowledge_base.kb_views
 
 
-class MilvusViews:
+class MilvusViews(CompoundQueries):
     """Mixin of `MilvusKnowledgeBase` (module docstring). Needs ``store``, ``_collection``, ``_caches``,
     ``_indexes``, ``models`` and ``_records`` of the knowledge base."""
 
@@ -83,26 +85,9 @@ class MilvusViews:
 
     def compounds(self) -> Any:
         """The compound groups of this commit (`kira.knowledge_base.compound.CompoundIndex`)."""
-        def build() -> Any:
-            from kira.knowledge_base.compound import CompoundIndex
+        from kira.knowledge_base.kb_views import build_compounds
 
-            groups = self.store.groups()
-            return CompoundIndex.build(groups, self.store.document_chunk_ids({d for _, _, docs in groups for d in docs}))
-
-        return self._cached("compounds", build)
-
-    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
-        c = self.compounds()
-        return c.core, dict(c.kinds)
-
-    def group_partners(self) -> Mapping[int, frozenset[int]]:
-        return self.compounds().partners
-
-    def compound_of(self) -> Mapping[str, str]:
-        return self.compounds().compound_of
-
-    def view_set_of(self) -> Mapping[str, str]:
-        return self.compounds().view_set_of
+        return self._cached("compounds", lambda: build_compounds(self))
 
     def lexical(self) -> Any:
         """kira's `LexicalIndex` over the document and passage chunks stored in Milvus (cached per commit):

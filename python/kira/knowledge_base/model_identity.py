@@ -32,10 +32,9 @@ def refuse_other_image_encoder(where: str, built: str, mine: str) -> None:
                      f"with {mine}; {hint}")
 
 
-class RecordedModels:
-    """The embedded knowledge base's models: the stack it records in its store's meta rows
-    (``model_identity``; ``models``, the encoders' class names, for knowledge bases from before).
-    Expects ``self.store``, ``self.path`` and ``self._models``."""
+class LoadsItsModels:
+    """``models``: the stack a knowledge base was opened with, else (on first use) the default stack with
+    the image encoder its `built_with()` records. Expects ``self._models`` and ``built_with()``."""
 
     @property
     def models(self) -> Any:
@@ -43,6 +42,12 @@ class RecordedModels:
         if self._models is None:
             self._models = default_stack_for(self.built_with())
         return self._models
+
+
+class RecordedModels(LoadsItsModels):
+    """The embedded knowledge base's models: the stack it records in its store's meta rows
+    (``model_identity``; ``models``, the encoders' class names, for knowledge bases from before).
+    Expects ``self.store``, ``self.path`` and ``self._models``."""
 
     def built_with(self) -> dict[str, str]:
         """Part -> model identity of the stack that built this knowledge base ({} before the first image).
@@ -74,4 +79,4 @@ class RecordedModels:
             refuse_other_image_encoder(str(self.path), built, mine or type(stack.image).__name__)
 
 
-__all__ = ["RecordedModels", "default_stack_for", "refuse_other_image_encoder"]
+__all__ = ["LoadsItsModels", "RecordedModels", "default_stack_for", "refuse_other_image_encoder"]
