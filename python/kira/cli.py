@@ -79,6 +79,7 @@ def _ask(args: argparse.Namespace) -> Any:
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1; got {args.top_k}")
     args.question = clean_text(args.question, "the question")  # bytes that are not UTF-8 become U+FFFD
+    _refuse_damaged_database(args.kb, args.uri)
     kb = _open_read_only(args.kb, args.uri, models=_stack(args.models))
     try:
         if len(kb) == 0:
@@ -89,6 +90,18 @@ def _ask(args: argparse.Namespace) -> Any:
                                                  variant=args.variant, levels=levels)
     finally:
         kb.close()
+
+
+def _refuse_damaged_database(kb: str, uri: str | None) -> None:
+    """ValueError (with the fix) when SQLite finds the embedded knowledge base's database damaged:
+    an answer read from it cannot be trusted (`kira.knowledge_base.check.database_problem`)."""
+    from kira.knowledge_base.check import database_problem
+    from kira.knowledge_base.store import DB_NAME
+
+    if uri is None and (Path(kb) / DB_NAME).is_file():
+        problem = database_problem(kb)
+        if problem:
+            raise ValueError(problem)
 
 
 def _render(card: Any, fmt: str) -> str:
@@ -168,9 +181,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from kira.knowledge_base.check import check
 
-    report = check(args.kb, repair=args.repair)
+    report = check(args.kb, repair=args.repair, uri=args.uri, token=os.environ.get("KIRA_MILVUS_TOKEN", ""))
     print(json.dumps(report.to_dict(), indent=2, sort_keys=True) if args.json else report.to_text())
-    return 0 if report.ok or (args.repair and report.repaired) else 1
+    return 0 if report.fixed else 1
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -251,12 +264,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="verify a knowledge base: database, index files and their agreement",
                        formatter_class=_Help,
-                       epilog="Exit status 0 when everything agrees, 1 when something does not (each finding\n"
-                              "says what --repair would do), 2 when the knowledge base cannot be opened.")
-    p.add_argument("kb", help="knowledge base directory")
+                       epilog="Exit status 0 when everything agrees (or --repair fixed all it found, checked\n"
+                              "again), 1 when something does not (each finding says what --repair would do;\n"
+                              "after --repair, what it could not fix and how to), 2 when the knowledge base\n"
+                              "cannot be opened. Works on embedded and Milvus-backed knowledge bases.")
+    p.add_argument("kb", help="knowledge base directory (with --uri: its name there)")
     p.add_argument("--repair", action="store_true",
-                   help="rebuild what disagrees from the database (needs the writer lock)")
+                   help="rebuild what disagrees from the database (needs the writer lock), then check again")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--uri", help="Milvus uri: KB is then the name of a knowledge base there (token: $KIRA_MILVUS_TOKEN)")
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("demo", help="offline demo on images that ship with Python packages", formatter_class=_Help)

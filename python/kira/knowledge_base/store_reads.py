@@ -13,7 +13,11 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.store_schema import ChunkRow, DocumentRow
+from kira.knowledge_base.store_schema import ChunkRow, DocumentRow, space_digest
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
 def _space_column(space: str) -> str:
@@ -65,8 +69,10 @@ class StoreReads:
 
     def usable_vectors(self, space: str, ids: Sequence[int] | np.ndarray,
                        dim: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-        """As `stored_vectors`, but a damaged vector (wrong length, NaN/inf, all zeros) is left
-        out too: (ids, vectors, {chunk id: what is wrong with its vector})."""
+        """As `stored_vectors`, but a damaged vector is left out too: (ids, vectors, {chunk id: what is
+        wrong with its vector}). Damaged: the wrong length, NaN/inf, all zeros, a squared norm that
+        float32 cannot hold (its dot products overflow or vanish: no encoder's output), or bytes that
+        differ from the digest stored with the chunk (rewritten inside the database)."""
         column = _space_column(space)
         damaged: dict[int, str] = {}
         try:
@@ -86,11 +92,57 @@ class StoreReads:
             found = np.asarray(keep_ids, dtype=np.int64)
             vecs = np.asarray(keep, dtype=np.float32).reshape(len(keep), dim)
         finite = np.isfinite(vecs).all(axis=1)
-        nonzero = np.abs(np.where(np.isfinite(vecs), vecs, 0)).sum(axis=1) > 0
-        ok = finite & nonzero
-        for cid, fin in zip(found[~ok].tolist(), finite[~ok].tolist()):
-            damaged[int(cid)] = "NaN or inf values" if not fin else "all zeros"
-        return found[ok], np.ascontiguousarray(vecs[ok]), damaged
+        clean = np.where(np.isfinite(vecs), vecs, 0).astype(np.float64)
+        squared = np.einsum("ij,ij->i", clean, clean)
+        nonzero = squared > 0
+        sane = (squared <= _FLOAT32_MAX) & (squared >= _FLOAT32_TINY)
+        ok = finite & sane
+        for cid, fin, nz, sq in zip(found[~ok].tolist(), finite[~ok].tolist(), nonzero[~ok].tolist(),
+                                    squared[~ok].tolist()):
+            if not fin:
+                damaged[int(cid)] = "NaN or inf values"
+            elif not nz:
+                damaged[int(cid)] = "all zeros"
+            else:
+                damaged[int(cid)] = (f"norm {np.sqrt(sq):.3g}: its dot products "
+                                     f"{'overflow' if sq > 1 else 'vanish in'} float32")
+        for cid in self.digest_mismatches(space, found[ok]):
+            damaged[cid] = "differs from the digest stored with it (rewritten outside kira)"
+        keep_rows = np.array([int(c) not in damaged for c in found.tolist()], dtype=bool)
+        return found[keep_rows], np.ascontiguousarray(vecs[keep_rows]), damaged
+
+    def has_digests(self) -> bool:
+        """Whether the chunks table has the digest column (schema 4; a read-only open of an older
+        database has not)."""
+        if not hasattr(self, "_has_digests"):
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(chunks)")}
+            self._has_digests = "digest" in columns
+        return self._has_digests
+
+    def digest_mismatches(self, space: str, ids: Sequence[int] | np.ndarray) -> list[int]:
+        """The chunks among `ids` whose stored vector in `space` differs from the digest written with
+        it (`store_schema.chunk_digest`); chunks without a digest are not among them."""
+        column = _space_column(space)
+        if not self.has_digests():
+            return []
+        half = slice(0, 16) if space == "visual" else slice(16, 32)
+        out: list[int] = []
+        id_list = list(dict.fromkeys(int(i) for i in ids))
+        for start in range(0, len(id_list), 900):
+            part = id_list[start : start + 900]
+            rows = self.conn.execute(
+                f"SELECT id, {column}, digest FROM chunks WHERE id IN ({','.join('?' * len(part))}) "
+                "AND digest IS NOT NULL", part)
+            out += [int(cid) for cid, blob, digest in rows if space_digest(blob) != bytes(digest)[half]]
+        return out
+
+    def digest_counts(self) -> tuple[int, int]:
+        """(chunks with a stored digest, chunks without one)."""
+        total = int(self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        if not self.has_digests():
+            return 0, total
+        with_digest = int(self.conn.execute("SELECT COUNT(*) FROM chunks WHERE digest IS NOT NULL").fetchone()[0])
+        return with_digest, total - with_digest
 
     def iter_vectors(self, space: str, dim: int, *, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every (ids, vectors) in `space`, in batches, ordered by id."""
