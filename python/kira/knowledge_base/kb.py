@@ -279,6 +279,7 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
             self._open_vectors(dims)
         else:
             self.check_models(stack)
+            self._record_ocr(stack)
         if dims != self.vectors.dims:
             raise ValueError(
                 f"the model stack encodes {dims} but this knowledge base was built with {self.vectors.dims}; "
@@ -286,6 +287,16 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
             )
         assert self.vectors is not None
         return self.vectors
+
+    def _record_ocr(self, stack: Any) -> None:
+        """Add the OCR model to the recorded identity when a stack with one first writes to a knowledge
+        base built without (`kira ingest --ocr` on an existing one): `kira info` then lists it."""
+        stored = self.store.get_meta("model_identity")
+        mine = stack.identity() if hasattr(stack, "identity") else {}
+        if stored and "ocr" in mine:
+            recorded = json.loads(stored)
+            if "ocr" not in recorded:
+                self.store.set_meta("model_identity", json.dumps({**recorded, "ocr": mine["ocr"]}))
 
     # ---- writing ----------------------------------------------------------------------
     def _writable(self) -> None:

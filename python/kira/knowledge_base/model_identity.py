@@ -10,12 +10,13 @@ import json
 from typing import Any, Mapping
 
 
-def default_stack_for(built_with: Mapping[str, str]) -> Any:
-    """`kira.models.load_default()` with the image encoder that built a knowledge base (its recorded identity)."""
+def default_stack_for(built_with: Mapping[str, str], *, ocr: bool = False) -> Any:
+    """`kira.models.load_default()` with the image encoder that built a knowledge base (its recorded identity);
+    `ocr`: with RapidOCR too (`load_default(ocr=True)`)."""
     from kira.models import load_default
     from kira.models.stack import image_encoder_choice
 
-    return load_default(image_encoder=image_encoder_choice(built_with.get("image")))
+    return load_default(image_encoder=image_encoder_choice(built_with.get("image")), **({"ocr": True} if ocr else {}))
 
 
 def refuse_other_image_encoder(where: str, built: str, mine: str) -> None:
