@@ -111,6 +111,17 @@ def test_a_damaged_page_makes_check_and_ask_refuse_with_the_fix(kb_path, capsys)
     assert database_problem(photo_kb(kb_path.parent / "sound")) is None
 
 
+def test_a_damaged_page_met_while_reading_a_large_database_is_a_message_with_the_fix(kb_path, monkeypatch, capsys):
+    import kira.knowledge_base.check as check_module
+
+    _damage_a_page(kb_path)
+    monkeypatch.setattr(check_module, "QUICK_CHECK_PAGES", 1)  # too large to verify before answering
+    assert database_problem(kb_path) is None
+    assert main(["ask", str(kb_path), "what is this?"]) == 2
+    err = capsys.readouterr().err
+    assert "database could not be read" in err and f"kira check {kb_path}" in err and "Traceback" not in err
+
+
 def test_empty_commits_do_not_advance_the_generation(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
         kb.add_image(photo(0), doc_id="a")

@@ -26,6 +26,7 @@ import importlib
 import json
 import logging
 import os
+import sqlite3
 import sys
 import warnings
 from pathlib import Path
@@ -372,6 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except (ValueError, TypeError, OSError) as exc:
         print(f"kira {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:  # a damaged page met while reading (ask verifies small databases first)
+        where = getattr(args, "kb", None) or "KB"
+        print(f"kira {args.command}: the knowledge base's database could not be read ({exc}); run "
+              f"`kira check {where}`, and restore kira.sqlite from a backup if it is damaged", file=sys.stderr)
         return 2
 
 

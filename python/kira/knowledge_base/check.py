@@ -198,11 +198,12 @@ def _check_settings(path: Path, report: CheckReport) -> bool:
     return ok
 
 
-def database_problem(path: str | os.PathLike, *, max_pages: int = QUICK_CHECK_PAGES) -> str | None:
+def database_problem(path: str | os.PathLike, *, max_pages: int | None = None) -> str | None:
     """What is wrong with the database of the embedded knowledge base at `path`, in a sentence with
     the fix, or None when SQLite's ``quick_check`` finds it sound. A database of more than
-    `max_pages` pages is not read whole (None; `kira check` reads it): the one-shot commands
-    (`kira ask`, `kira card`) call this before answering."""
+    `max_pages` pages (default `QUICK_CHECK_PAGES`) is not read whole (None; `kira check` reads
+    it): the one-shot commands (`kira ask`, `kira card`) call this before answering."""
+    max_pages = QUICK_CHECK_PAGES if max_pages is None else max_pages
     store = Store(Path(path), read_only=True)
     try:
         pages = int(store.conn.execute("PRAGMA page_count").fetchone()[0])
@@ -217,7 +218,9 @@ def database_problem(path: str | os.PathLike, *, max_pages: int = QUICK_CHECK_PA
         store.close()
     if problems == ["ok"]:
         return None
-    return (f"the knowledge base's database {Path(path) / DB_NAME} is damaged (SQLite: {'; '.join(problems[:3])}); "
+    said = "; ".join(line.strip() for p in problems for line in p.splitlines() if line.strip() and "***" not in line)
+    said = said if len(said) <= 200 else said[:200] + "..."
+    return (f"the knowledge base's database {Path(path) / DB_NAME} is damaged (SQLite: {said}); "
             f"its answers cannot be trusted. Run `kira check {path}` and restore {DB_NAME} from a backup")
 
 
