@@ -288,16 +288,6 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         assert self.vectors is not None
         return self.vectors
 
-    def _record_ocr(self, stack: Any) -> None:
-        """Add the OCR model to the recorded identity when a stack with one first writes to a knowledge
-        base built without (`kira ingest --ocr` on an existing one): `kira info` then lists it."""
-        stored = self.store.get_meta("model_identity")
-        mine = stack.identity() if hasattr(stack, "identity") else {}
-        if stored and "ocr" in mine:
-            recorded = json.loads(stored)
-            if "ocr" not in recorded:
-                self.store.set_meta("model_identity", json.dumps({**recorded, "ocr": mine["ocr"]}))
-
     # ---- writing ----------------------------------------------------------------------
     def _writable(self) -> None:
         if self.read_only:

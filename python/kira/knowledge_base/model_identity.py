@@ -79,5 +79,15 @@ class RecordedModels(LoadsItsModels):
         if not same:
             refuse_other_image_encoder(str(self.path), built, mine or type(stack.image).__name__)
 
+    def _record_ocr(self, stack: Any) -> None:
+        """Add the OCR model to the recorded identity when a stack with one first writes to a knowledge
+        base built without (`kira ingest --ocr` on an existing one): `kira info` then lists it."""
+        stored = self.store.get_meta("model_identity")
+        mine = stack.identity() if hasattr(stack, "identity") else {}
+        if stored and "ocr" in mine:
+            recorded = json.loads(stored)
+            if "ocr" not in recorded:
+                self.store.set_meta("model_identity", json.dumps({**recorded, "ocr": mine["ocr"]}))
+
 
 __all__ = ["LoadsItsModels", "RecordedModels", "default_stack_for", "refuse_other_image_encoder"]
