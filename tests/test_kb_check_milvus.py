@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
@@ -64,3 +66,15 @@ def test_vectors_kira_did_not_write_are_named():
     assert _vector_problem([0.6, 0.8]) is None
     assert "NaN" in _vector_problem([float("nan"), 1.0])
     assert "norm 1.6e+37, not 1" in _vector_problem([1.6e37, 0.0])
+
+
+def test_check_takes_a_knowledge_base_named_at_a_uri(tmp_path, capsys):
+    uri = str(tmp_path / "shared.db")
+    try:
+        with KnowledgeBase.create("team photos", models=FakeStack(), backend="milvus", uri=uri) as kb:
+            kb.add_image(photo(0), doc_id="a")
+        assert main(["check", "team photos", "--uri", uri, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["ok"] and data["checked"]["document records"] == 1 and "team_photos" in data["path"]
+    finally:
+        release_lite(uri)
