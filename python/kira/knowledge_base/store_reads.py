@@ -70,46 +70,53 @@ class StoreReads:
     def usable_vectors(self, space: str, ids: Sequence[int] | np.ndarray,
                        dim: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
         """As `stored_vectors`, but a damaged vector is left out too: (ids, vectors, {chunk id: what is
-        wrong with its vector}). Damaged: the wrong length, NaN/inf, all zeros, a squared norm that
-        float32 cannot hold (its dot products overflow or vanish: no encoder's output), or bytes that
-        differ from the digest stored with the chunk (rewritten inside the database)."""
+        wrong with its vector}). Damaged: the wrong length, bytes that differ from the digest stored
+        with the chunk (rewritten inside the database), NaN/inf, all zeros, or a squared norm that
+        float32 cannot hold (its dot products overflow or vanish: no encoder's output)."""
         column = _space_column(space)
+        digests = self.has_digests()
+        half = slice(0, 16) if space == "visual" else slice(16, 32)
+        rows: dict[int, tuple[Any, ...]] = {}
+        id_list = list(dict.fromkeys(int(i) for i in ids))
+        for start in range(0, len(id_list), 900):  # one read of each blob, with its digest
+            part = id_list[start : start + 900]
+            rows.update((int(r[0]), r) for r in self.conn.execute(
+                f"SELECT id, {column}{', digest' if digests else ''} FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))}) AND {column} IS NOT NULL", part))
         damaged: dict[int, str] = {}
-        try:
-            found, vecs = self.stored_vectors(space, ids, dim)
-        except ValueError:  # some blob has the wrong length: read them one by one
-            keep_ids, keep = [], []
-            for cid in dict.fromkeys(int(i) for i in ids):
-                row = self.conn.execute(f"SELECT {column} FROM chunks WHERE id = ? AND {column} IS NOT NULL",
-                                        (cid,)).fetchone()
-                if row is None:
-                    continue
-                if len(row[0]) != 4 * dim:
-                    damaged[cid] = f"{len(row[0])} bytes instead of {4 * dim}"
-                    continue
-                keep_ids.append(cid)
-                keep.append(np.frombuffer(row[0], dtype="<f4", count=dim))
-            found = np.asarray(keep_ids, dtype=np.int64)
-            vecs = np.asarray(keep, dtype=np.float32).reshape(len(keep), dim)
+        keep_ids: list[int] = []
+        keep: list[bytes] = []
+        intact: list[bool] = []  # as the digest written with it says (True where there is none)
+        for cid in id_list:
+            row = rows.get(cid)
+            if row is None:
+                continue
+            blob = row[1]
+            if len(blob) != 4 * dim:
+                damaged[cid] = f"{len(blob)} bytes instead of {4 * dim}"
+                continue
+            keep_ids.append(cid)
+            keep.append(blob)
+            intact.append(not digests or row[2] is None or space_digest(blob) == bytes(row[2])[half])
+        found = np.asarray(keep_ids, dtype=np.int64)
+        vecs = np.frombuffer(b"".join(keep), dtype="<f4").reshape(len(keep), dim).astype(np.float32)
         finite = np.isfinite(vecs).all(axis=1)
         clean = np.where(np.isfinite(vecs), vecs, 0).astype(np.float64)
         squared = np.einsum("ij,ij->i", clean, clean)
-        nonzero = squared > 0
-        sane = (squared <= _FLOAT32_MAX) & (squared >= _FLOAT32_TINY)
-        ok = finite & sane
-        for cid, fin, nz, sq in zip(found[~ok].tolist(), finite[~ok].tolist(), nonzero[~ok].tolist(),
-                                    squared[~ok].tolist()):
-            if not fin:
+        sane = finite & (squared <= _FLOAT32_MAX) & (squared >= _FLOAT32_TINY)
+        ok = sane & np.asarray(intact, dtype=bool)
+        for cid, fin, sq, good in zip(found[~ok].tolist(), finite[~ok].tolist(), squared[~ok].tolist(),
+                                      sane[~ok].tolist()):
+            if good:  # sane values, yet not the bytes kira stored
+                damaged[int(cid)] = "differs from the digest stored with it (rewritten outside kira)"
+            elif not fin:
                 damaged[int(cid)] = "NaN or inf values"
-            elif not nz:
+            elif sq == 0:
                 damaged[int(cid)] = "all zeros"
             else:
                 damaged[int(cid)] = (f"norm {np.sqrt(sq):.3g}: its dot products "
                                      f"{'overflow' if sq > 1 else 'vanish in'} float32")
-        for cid in self.digest_mismatches(space, found[ok]):
-            damaged[cid] = "differs from the digest stored with it (rewritten outside kira)"
-        keep_rows = np.array([int(c) not in damaged for c in found.tolist()], dtype=bool)
-        return found[keep_rows], np.ascontiguousarray(vecs[keep_rows]), damaged
+        return found[ok], np.ascontiguousarray(vecs[ok]), damaged
 
     def has_digests(self) -> bool:
         """Whether the chunks table has the digest column (schema 4; a read-only open of an older
@@ -118,23 +125,6 @@ class StoreReads:
             columns = {r[1] for r in self.conn.execute("PRAGMA table_info(chunks)")}
             self._has_digests = "digest" in columns
         return self._has_digests
-
-    def digest_mismatches(self, space: str, ids: Sequence[int] | np.ndarray) -> list[int]:
-        """The chunks among `ids` whose stored vector in `space` differs from the digest written with
-        it (`store_schema.chunk_digest`); chunks without a digest are not among them."""
-        column = _space_column(space)
-        if not self.has_digests():
-            return []
-        half = slice(0, 16) if space == "visual" else slice(16, 32)
-        out: list[int] = []
-        id_list = list(dict.fromkeys(int(i) for i in ids))
-        for start in range(0, len(id_list), 900):
-            part = id_list[start : start + 900]
-            rows = self.conn.execute(
-                f"SELECT id, {column}, digest FROM chunks WHERE id IN ({','.join('?' * len(part))}) "
-                "AND digest IS NOT NULL", part)
-            out += [int(cid) for cid, blob, digest in rows if space_digest(blob) != bytes(digest)[half]]
-        return out
 
     def digest_counts(self) -> tuple[int, int]:
         """(chunks with a stored digest, chunks without one)."""
