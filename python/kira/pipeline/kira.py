@@ -201,7 +201,7 @@ class Kira:
         kb.refresh()
         allow = None
         if levels is not None:
-            self._check_levels(levels)
+            levels = self._check_levels(levels)
             allow = kb.level_ids(levels)
         state = QueryState(question=question, pixels=pixels, top_k=int(top_k),
                            levels=tuple(levels) if levels is not None else None, allow=allow,
@@ -280,8 +280,7 @@ class Kira:
             what = "image" if space == "visual" else "question"
             raise ValueError(f"a {space} vector takes the place of the {what}'s; pass one of them, not both")
         if levels is not None:
-            levels = list(levels)
-            self._check_levels(levels)
+            levels = list(self._check_levels(levels))
         kb = self.kb
         kb.refresh()
         if kb.index("visual") is None and kb.index("text") is None:
@@ -296,12 +295,13 @@ class Kira:
                         levels=levels, allow=allow)
 
     @staticmethod
-    def _check_levels(levels: Sequence[str]) -> None:
+    def _check_levels(levels: Sequence[str] | str) -> tuple[str, ...]:
+        """`levels` as a tuple of known level names ("region" alone is one level); ValueError naming the
+        unknown ones."""
+        from kira.knowledge_base.chunker import levels_arg
         from kira.reasoning.types import LEVELS
 
-        bad = set(levels) - set(LEVELS)
-        if bad:
-            raise ValueError(f"unknown levels {sorted(bad)}; choose from {LEVELS}")
+        return levels_arg(levels, LEVELS)
 
     def _result(self, state: QueryState, variant: str, timings: dict[str, float], stages: list[Stage]) -> Result:
         from kira.explain.card import RationaleCard
