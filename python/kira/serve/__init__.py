@@ -21,6 +21,10 @@ def _require() -> None:
         import python_multipart  # noqa: F401  (for image uploads)
         import prometheus_client  # noqa: F401
         import uvicorn  # noqa: F401
+
+        from kira.serve.docs_ui import assets_dir
+
+        assets_dir()  # fastapi-offline: /docs and /redoc without a CDN
     except ImportError as exc:
         raise ImportError(f"kira serve needs the serve extra ({exc.name} is missing): "
                           'pip install "kira[serve]"') from exc
