@@ -107,6 +107,10 @@ def test_an_encoder_the_default_stack_lacks_is_refused_with_the_fix(tmp_path, mo
     monkeypatch.setattr(readers, "recorded_models", lambda path: {"image": "someones-vit-l14/1024"})
     with pytest.raises(ValueError, match="someones-vit-l14.*--models DIR"):
         readers.load_models(None, 1, str(tmp_path))
+    monkeypatch.setattr(readers, "recorded_models",
+                        lambda path: {"image": "kira-pixel-cbir-v2/697", "text": "someones-e5-large/1024"})
+    with pytest.raises(ValueError, match="text encoder someones-e5-large/1024.*--models DIR"):
+        readers.load_models(None, 1, str(tmp_path))
 
 
 # ---- 2: question length and the queue's 30 s promise --------------------------------------

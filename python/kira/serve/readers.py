@@ -62,13 +62,33 @@ def load_models(models_dir: str | None, threads: int | None = None, kb_path: str
     if choice is not None:
         log.info("kira serve: %s was built with %s: loading the default stack with image_encoder=%r", kb_path,
                  image, choice)
-    return load_default(threads=threads, image_encoder=choice)
+    stack = load_default(threads=threads, image_encoder=choice)
+    text, mine = built.get("text"), stack.identity().get("text")
+    if text and mine and "/" in text and text != mine:  # identities, not the class names of older knowledge bases
+        notes = "; ".join(n for n in getattr(stack, "notes", ()) if n.startswith("text:"))
+        raise ValueError(f"{kb_path} was built with the text encoder {text}, but the default stack here has {mine}"
+                         + (f" ({notes})" if notes else "") + "; install what builds it, or serve it with --models DIR")
+    return stack
 
 
 def recorded_models(kb_path: str) -> dict[str, str]:
-    """Part -> model identity the knowledge base at `kb_path` records ({} for an empty one); opened read-only."""
+    """Part -> model identity the knowledge base at `kb_path` records ({} for an empty one). An embedded one:
+    read from its database alone (its index files are not loaded twice); a Milvus one: opened read-only."""
+    from pathlib import Path
+
     from kira.knowledge_base import KnowledgeBase
 
+    if (Path(kb_path) / "kira.sqlite").is_file():
+        from kira.knowledge_base.model_identity import RecordedModels
+        from kira.knowledge_base.store import Store
+
+        store = Store(Path(kb_path), read_only=True)
+        try:
+            reader = RecordedModels.__new__(RecordedModels)
+            reader.store = store  # built_with() reads the store's meta rows only
+            return dict(reader.built_with())
+        finally:
+            store.close()
     kb = KnowledgeBase.open(kb_path, read_only=True)
     try:
         return dict(kb.built_with())
