@@ -340,3 +340,20 @@ def test_docs_and_redoc_load_every_asset_from_the_service_itself(client):
             fetched = client.get(ref)
             assert fetched.status_code == 200 and fetched.content, (page, ref)
     assert "SwaggerUIBundle" in client.get("/docs-assets/swagger-ui-bundle.js").text
+
+
+def test_a_nan_stored_before_the_check_is_shown_as_a_string_not_a_422(client):
+    added = client.post("/documents?commit=true", json={"image_base64": _b64(_photo("camera")), "doc_id": "legacy",
+                                                        "metadata": {"depth": 1.0, "list": [2.0]}})
+    assert added.status_code == 201, added.text
+    svc = client.app.state.service
+
+    def store_nan(writer) -> None:  # as kira stored NaN before it was refused at write
+        writer.kb.store.conn.execute("UPDATE documents SET metadata = ? WHERE doc_id = 'legacy'",
+                                     ('{"depth": NaN, "list": [Infinity, -Infinity, 2.0]}',))
+        writer.kb.commit()
+
+    client.portal.call(svc.writer.submit, store_nan)
+    got = client.get("/documents/legacy")
+    assert got.status_code == 200, got.text  # was 422: the response could not be encoded
+    assert got.json()["metadata"] == {"depth": "NaN", "list": ["Infinity", "-Infinity", 2.0]}

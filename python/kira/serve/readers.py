@@ -96,6 +96,18 @@ def recorded_models(kb_path: str) -> dict[str, str]:
         kb.close()
 
 
+def json_safe(value: Any) -> Any:
+    """`value` with each NaN / infinity as the string "NaN", "Infinity" or "-Infinity" (as protobuf's JSON
+    mapping writes them): metadata stored before kira refused them at write stays readable over HTTP."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
+
+
 class Reader:
     """A read-only `KnowledgeBase` with its `Kira`, opened (and warmed) on the thread that uses it.
 
@@ -206,7 +218,7 @@ class Reader:
         chunks = self.kb.store.chunks(chunk_ids_of(self.kb, [doc_id]))
         return {
             "doc_id": row.doc_id, "source": row.source, "caption": row.caption, "width": row.width,
-            "height": row.height, "metadata": row.metadata, "tags": list(row.tags),
+            "height": row.height, "metadata": json_safe(row.metadata), "tags": list(row.tags),
             "chunks": [{"chunk_id": c.id, "level": c.level, "parent_id": c.parent_id, "box": c.box,
                         "description": c.description} for _, c in sorted(chunks.items())],
         }
