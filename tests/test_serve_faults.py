@@ -141,20 +141,21 @@ def test_a_request_queued_past_the_timeout_is_refused_then_not_after_the_long_on
 
     from kira.serve.pool import Overloaded, ThreadPool
 
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
     ran: list[str] = []
 
     def long_job(state: object) -> str:
+        started.set()
         release.wait(60)  # holds the only thread until the test lets it go
         ran.append("long")
         return "long"
 
     async def scenario() -> None:
-        pool = ThreadPool("t", 1, 4, open=object, queue_timeout_s=0.2)
+        pool = ThreadPool("t", 1, 4, open=object, queue_timeout_s=1.0)
         pool.start()
         try:
             first = asyncio.ensure_future(pool.submit(long_job))
-            await asyncio.sleep(0.05)
+            assert await asyncio.to_thread(started.wait, 60)
             with pytest.raises(Overloaded, match="waited"):
                 # refused while the long job still runs (before: after it ended, however long that was)
                 await asyncio.wait_for(pool.submit(lambda state: ran.append("small")), 30)
