@@ -1,7 +1,7 @@
 """`kira serve KB`: run the service with uvicorn (one process, or N workers and one writer).
 
     kira serve KB [--host 127.0.0.1] [--port 8000] [--workers N] [--read-only]
-                  [--api-key-env NAME] [--max-upload-mb 20] [--max-pixels N] [--threads 1]
+                  [--api-key-env NAME] [--max-upload-mb 20] [--max-pixels N] [--query-max-side 2048] [--threads 1]
                   [--queue-size 16] [--cors-origin URL ...] [--models DIR] [--model-threads 1]
 
 With --workers N > 1 each worker process opens the knowledge base read-only; on a writable
@@ -42,6 +42,8 @@ def add_serve_subcommand(sub: Any) -> None:
     p.add_argument("--api-key-env", help="environment variable holding the bearer key every route but /health needs")
     p.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body")
     p.add_argument("--max-pixels", type=int, default=None, help="largest decoded image (default kira's limit)")
+    p.add_argument("--query-max-side", type=int, default=2048,
+                   help="a query image is downscaled on decode to at most this many pixels a side")
     p.add_argument("--threads", type=int, default=1, help="reader threads per worker")
     p.add_argument("--queue-size", type=int, default=16, help="requests queued per worker before 503")
     p.add_argument("--cors-origin", action="append", default=[], help="allow CORS from this origin (repeatable)")
@@ -61,6 +63,7 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
     extra = {"max_pixels": args.max_pixels} if args.max_pixels is not None else {}
     config = ServeConfig(kb_path=str(args.kb), read_only=args.read_only, api_key_env=args.api_key_env,
                          max_upload_mb=args.max_upload_mb, threads=args.threads, queue_size=args.queue_size,
+                         query_max_side=args.query_max_side,
                          cors_origins=tuple(args.cors_origin), models=args.models,
                          model_threads=args.model_threads or None, **extra)
     config.api_key()  # an unset variable fails now, with the fix
