@@ -39,7 +39,7 @@ def create_app(kb_path: str | os.PathLike, *, models: Any = None, **options: Any
     models: a model stack to share (default: loaded at startup from ``options['models']``,
         a directory of exported models, else the embedded default stack).
     options: any `ServeConfig` field: read_only, api_key_env, max_upload_mb, max_pixels, query_max_side,
-        query_max_side, threads, queue_size, queue_timeout_s, refresh_s, cors_origins.
+        threads, queue_size, queue_timeout_s, refresh_s, cors_origins.
 
     The knowledge base is opened when the app starts (its lifespan), on the service's own
     threads. Returns the app. Raises ValueError for a path that is not a knowledge base, an
