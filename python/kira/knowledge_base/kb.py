@@ -108,6 +108,9 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         self.vectors: VectorSpaces | None = None
         if dims is not None:
             self._open_vectors(dims)
+            if models is not None:
+                self.check_models(models)  # another image encoder's queries would return noise: refused at open
+                self._check_dims(models, dims)
 
     @property
     def profile(self) -> Any:
@@ -265,6 +268,12 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
             self.vectors.write_manifest(self.store.generation())  # the files hold every row: add the digests
 
     # ---- models (what built it: kira.knowledge_base.model_identity.RecordedModels) -----
+    def _check_dims(self, stack: Any, dims: dict[str, int]) -> None:
+        mine = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
+        if mine != dims:
+            raise ValueError(f"the model stack encodes {mine} but {self.path} was built with {dims} "
+                             f"({self.built_with()}); open it with the models it was built with")
+
     def _ensure_dims(self) -> VectorSpaces:
         stack = self.models
         dims = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}

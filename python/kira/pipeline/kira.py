@@ -184,16 +184,17 @@ class Kira:
             changes nothing else.
 
         Returns a `Result`. An empty knowledge base gives an answer that says so. Raises
-        ValueError for no question and no image, an unknown variant or level, top_k not an
+        ValueError for no question and no image, a question over MAX_QUESTION_CHARS (8192) characters,
+        an unknown variant or level, top_k not an
         integer >= 1, or an unusable image.
         """
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
             raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
-        from kira.knowledge_base.inputs import clean_text
+        from kira.knowledge_base.inputs import question_arg
 
-        question = (clean_text(question, "question") or "").strip()  # undecodable bytes become U+FFFD
+        question = question_arg(question)  # undecodable bytes become U+FFFD; over MAX_QUESTION_CHARS: ValueError
         pixels = load_image(image) if image is not None else None
         if not question and pixels is None:
             raise ValueError("ask needs a question, an image, or both")
@@ -252,11 +253,12 @@ class Kira:
         levels: only chunks at these levels. metadata: only documents whose metadata holds every
             item. tags: only documents carrying every tag. doc_ids: only these documents.
 
-        Raises ValueError for no question, image or vector, an unknown variant or level, top_k not an
+        Raises ValueError for no question, image or vector, a question over MAX_QUESTION_CHARS
+        (kira.knowledge_base.inputs, 8192 characters), an unknown variant or level, top_k not an
         integer >= 1, an unusable image, or a vector and what it replaces together; `VectorError` (a
         ValueError) for a vector of the wrong dimension, with NaN or inf, or all zeros.
         """
-        from kira.knowledge_base.inputs import clean_text
+        from kira.knowledge_base.inputs import question_arg
         from kira.pipeline.retrieve import (
             allowed_ids,
             check_vector,
@@ -272,7 +274,7 @@ class Kira:
             raise TypeError("tags and doc_ids are lists of strings, not one string; wrap it: tags=[tag]")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError(f"metadata must be a mapping of key -> required value; got {type(metadata).__name__}")
-        question = (clean_text(question, "question") or "").strip()
+        question = question_arg(question)
         pixels = load_image(image) if image is not None else None
         if not question and pixels is None and vector is None:
             raise ValueError("retrieve needs a question, an image or a vector")
