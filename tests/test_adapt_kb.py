@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 
 import numpy as np
@@ -117,3 +119,31 @@ def test_the_milvus_backend_refuses_adaptation_clearly():
     with pytest.raises(ValueError, match="Milvus backend"):
         kb.classify(["a"])
     assert kb.adaptation is None
+
+
+def test_the_service_answers_through_the_adapter_kb_adapt_installed(digits_kb, monkeypatch):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+    from PIL import Image
+
+    from kira.serve import create_app
+
+    path, truth = digits_kb
+    real = validation.validate
+    monkeypatch.setattr(validation, "validate", lambda *a, **kw: AdaptationReport(
+        "projection", **{k: v for k, v in real(*a, **kw).as_dict().items() if k != "chosen"}))
+    with KnowledgeBase.open(path, models=FakeStack()) as kb:
+        kb.adapt(_labels(truth, 4))
+        chunk = kb.store.document_chunk_ids(["7-9"])["7-9"]
+        adapted = kb.adapter.apply(kb.store.vectors("visual", [chunk], kb.vectors.dims["visual"]))[0]
+        assert kb.index("visual").dim == len(adapted) != kb.vectors.dims["visual"]
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    png = io.BytesIO()
+    Image.fromarray(_image(d.images[np.flatnonzero(d.target == 7)[9]])).save(png, format="PNG")
+    with TestClient(create_app(path, models=FakeStack(), read_only=True)) as client:
+        for query in ({"image_base64": base64.b64encode(png.getvalue()).decode()}, {"vector": adapted.tolist()}):
+            hit = client.post("/search", json={**query, "top_k": 1, "levels": ["document"], "variant": "visual_only"})
+            assert hit.status_code == 200, hit.text
+            assert hit.json()["results"][0]["doc_id"] == "7-9"  # the query went through the installed adapter
