@@ -43,12 +43,13 @@ def labelled_vectors(kb: Any, doc_ids: Sequence[str]) -> tuple[np.ndarray, np.nd
     features = kb.store.vectors("visual", [chunk_of[d] for d in doc_ids], dim)
     if "patch" not in kb.levels:
         return features, None
-    wanted = set(doc_ids)
-    patch_ids = kb.store.chunk_ids(space="visual", levels=["patch"])
+    # a document's chunks are written together, right after its document chunk: look only there
+    span = 1 + kb.config.chunking.max_regions + kb.config.chunking.patch_grid ** 2
     by_doc: dict[str, list[int]] = {}
-    for cid, row in sorted(kb.store.chunks(patch_ids).items()):
-        if row.doc_id in wanted:
-            by_doc.setdefault(row.doc_id, []).append(cid)
+    for d in doc_ids:
+        start = chunk_of[d]
+        near = kb.store.chunk_ids(space="visual", levels=["patch"], after=start, upto=start + span)
+        by_doc[d] = sorted(cid for cid, row in kb.store.chunks(near).items() if row.doc_id == d)
     sizes = {len(by_doc.get(d, [])) for d in doc_ids}
     if len(sizes) != 1 or 0 in sizes:
         log.info("labelled documents hold %s patch vectors: the local method is skipped", sorted(sizes))
