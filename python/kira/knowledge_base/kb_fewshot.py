@@ -11,6 +11,7 @@ retrieval runs on the frozen vectors that validation found no worse.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -39,7 +40,7 @@ def labelled_vectors(kb: Any, doc_ids: Sequence[str]) -> tuple[np.ndarray, np.nd
     missing = [d for d in doc_ids if d not in chunk_of]
     if missing:
         raise ValueError(f"{len(missing)} labelled documents are not in {kb.path} (e.g. {missing[:3]}); "
-                         "label only ingested documents (their ids are in `kira info --json`/kb.documents())")
+                         "label only ingested documents (kb.documents() lists their ids)")
     features = kb.store.vectors("visual", [chunk_of[d] for d in doc_ids], dim)
     if "patch" not in kb.levels:
         return features, None
@@ -101,7 +102,6 @@ def adapt(kb: Any, labels: Mapping[str, Any], *, methods: Sequence[str] | None =
 def report_of(kb: Any) -> Any:
     """The knowledge base's last AdaptationReport, or None when `adapt` never ran."""
     from kira.adapt.validation import AdaptationReport
-    import json
 
     raw = kb.store.get_meta(REPORT_META) or ""
     return AdaptationReport.from_dict(json.loads(raw)) if raw else None
