@@ -155,3 +155,14 @@ def test_the_report_round_trips_and_reads_in_one_line(digits):
     assert line.startswith(report.chosen) and "frozen" in line and "3-fold" in line
     with pytest.raises(ValueError, match="not an adaptation report"):
         AdaptationReport.from_dict({"measured": {}})
+
+
+def test_many_labels_are_validated_on_one_held_out_share(digits):
+    """From SPLIT_SHOTS examples per class on, the projection head and the rest are fitted once and
+    measured on a held-out share of the user's labels."""
+    x, p, y = digits
+    keep = np.concatenate([np.flatnonzero(y == c)[: validation.SPLIT_SHOTS] for c in ("3", "5", "8")])
+    report = validate(x[keep], y[keep], methods=("frozen", "projection"), held_out_share=0.2)
+    assert report.protocol == "held-out share 0.2" and report.held_out == 3 * 5
+    assert report.measured[report.chosen] >= report.measured["frozen"] and set(report.measured) == {"frozen",
+                                                                                                   "projection"}
