@@ -77,7 +77,6 @@ def test_bad_inputs_get_errors_that_say_what_to_fix(tmp_path, digits):
         clf.predict(x[:2, :10], p[:2])
     with pytest.raises(ValueError, match=r"\.npz"):
         clf.save(tmp_path / "c.safetensors")
-    np.save(tmp_path / "other.npy", np.zeros(3))
     np.savez(tmp_path / "other.npz", a=np.zeros(3))
     with pytest.raises(ValueError, match="not a kira few-shot classifier"):
         FewShotClassifier.load(tmp_path / "other.npz")
