@@ -203,6 +203,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     kb = _open_read_only(args.kb, args.uri)
     try:
         stats = kb.stats()
+        report = getattr(kb, "adaptation", None)  # kb.adapt's choice (kira.adapt.validation), if it ran
+        stats["adaptation"] = report.as_dict() if report is not None else None
     finally:
         kb.close()
     if args.json:
@@ -214,6 +216,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"  groups:    temporal {stats['groups']['temporal']}, multiview {stats['groups']['multiview']}")
     print(f"  index:     {stats['index_kind']} {stats['index_sizes']} dims {stats['dims']}")
     print(f"  adapter:   {stats['adapter'] or 'none'}")
+    print(f"  adapted:   {report.summary() if report is not None else 'no (kb.adapt never ran)'}")
     models = stats.get("models") or {}
     print(f"  models:    {', '.join(f'{k} {v}' for k, v in models.items()) or 'none recorded'}")
     print(f"  ocr:       {models['ocr'] if models.get('ocr') else 'off (kira ingest --ocr reads printed words)'}")
