@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kira.reasoning.citations import CITATION_PATTERN, _safe_numbers, format_citation, split_claims
-from kira.reasoning.types import Answer, Claim, EvidencePack
+from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 
 SYSTEM_PROMPT = (
     "You answer questions about images using only the numbered evidence you are given. "
@@ -23,9 +23,32 @@ SYSTEM_PROMPT = (
 )
 
 
+def evidence_block(item: EvidenceItem, *, appearance: bool) -> str:
+    """One evidence item as a model reads it: what it shows (caption, tags, text read, classifier labels,
+    metadata: kira.reasoning.shown), its measured looks only when the question asks about appearance;
+    never the describer's statistics as if they were content."""
+    from kira.reasoning.field_answer import item_sentence
+    from kira.reasoning.shown import shown
+
+    if "described_by" not in (item.provenance or {}):
+        return item.render()
+    view = shown(item)
+    if view.human_text:
+        text = view.human_text
+        if appearance and view.looks:
+            text += f" (measured: {', '.join(view.looks)})"
+    else:
+        text = item_sentence(item, appearance=appearance, lead="")
+    return f"[Evidence {item.number}] {item.doc_id}: {' '.join(text.split())}"
+
+
 def user_prompt(question: str, pack: EvidencePack) -> str:
-    """The user message: the question and the rendered evidence blocks."""
-    return f"Question: {question or '(image query; describe what the evidence shows)'}\n\nEvidence:\n{pack.render()}\n"
+    """The user message: the question and the evidence blocks (`evidence_block`)."""
+    from kira.reasoning.shown import asks_about_appearance
+
+    appearance = asks_about_appearance(question)
+    blocks = "\n".join(evidence_block(item, appearance=appearance) for item in pack.items)
+    return f"Question: {question or '(image query; describe what the evidence shows)'}\n\nEvidence:\n{blocks}\n"
 
 
 def build_messages(question: str, pack: EvidencePack) -> list[dict[str, str]]:
