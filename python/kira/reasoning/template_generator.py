@@ -357,7 +357,7 @@ class TemplateGenerator:
                 agreement = None
         trace.append(
             f"Chose {len(chosen)} statement(s) with the most support"
-            + (f"; the next had {candidates[len(chosen)].score / top.score:.0%} of the best score" if len(candidates) > len(chosen) else "")
+            + (f"; the next had {candidates[len(chosen)].score / top.score:.0%} of the best score" if len(candidates) > len(chosen) and top.score > 0 else "")
             + "."
         )
         claims = []

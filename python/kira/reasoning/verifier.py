@@ -22,7 +22,8 @@ content tokens, and at least two, occur in the evidence: "Labels [Evidence 1]." 
 field name) is not grounded, "There are no roads." restating a long summary's clause is (on the
 planted-claim set this flags 2 of 60 supported claims). A claim made only of field names
 (`FIELD_NAMES`: "Labels.") states nothing and is never grounded. P(e) also holds, for an image nobody captioned, the sentence its
-fields record (`fields_text`: classifier labels, tags, text read, metadata); the answer's
+fields make (`fields_text`, kira.reasoning.field_answer: classifier labels, tags, text read,
+metadata, looks); the answer's
 ``grounding`` is the mean claim score (None for an answer with no claims).
 
 Why the floors (calibration). With raw cosine and raw A the paper's formula cannot
@@ -74,19 +75,17 @@ def summary_pieces(summary: str) -> list[str]:
 
 
 def fields_text(item: EvidenceItem) -> str:
-    """What the fields of an image nobody captioned record, without framing words: "IMG_1001: espresso
-    (p 0.99), tagged kitchen, text read MENU" ("" for a captioned or hand-built item). A claim written from
-    those fields (kira.reasoning.field_answer) is checked against them as well as against the summary;
-    a claim that only names a field ("Labels") is not made closer by them."""
+    """What the fields of an image nobody captioned record, as the sentence kira.reasoning.field_answer
+    writes from them ("IMG_1001 has no caption; the image classifier labels it 'espresso' (p 0.99)"); ""
+    for a captioned or hand-built item. A claim written from the fields is checked against them as well as
+    against the summary (a claim naming only a field, "Labels", is caught by `FIELD_NAMES`)."""
+    from kira.reasoning.field_answer import item_sentence
     from kira.reasoning.shown import shown
 
     view = shown(item)
     if view.human_text or "described_by" not in (item.provenance or {}):
         return ""
-    parts = [f"{name} (p {p:.2f})" for name, p in view.labels]
-    parts += [f"tagged {t}" for t in view.tags] + [f"text read {t}" for t in view.text_read]
-    parts += [f"{k} {v}" for k, v in view.metadata.items()]
-    return f"{item.doc_id}: {', '.join(parts)}" if parts else ""
+    return item_sentence(item, appearance=True, lead="")
 
 
 def token_alignment(claim: str, evidence: Sequence[str]) -> float:
