@@ -78,7 +78,8 @@ async def ask(request: Request) -> Any:
     max_pixels = svc.config.max_pixels
 
     def run(reader: Any) -> dict[str, Any]:
-        return reader.ask(question, _decode(image, max_pixels), body.top_k, body.variant, levels, body.card)
+        return reader.ask(question, _decode(image, max_pixels), body.top_k, body.variant, levels, body.card,
+                          generator=body.generator)
 
     result = await svc.readers.submit(run)
     svc.metrics.observe_stages("/ask", result["timings"])

