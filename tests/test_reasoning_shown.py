@@ -82,6 +82,8 @@ def test_the_judge_abstains_on_an_absent_concept_and_not_on_a_present_one(minilm
     wall = judge.judge("a brick wall", pack)
     assert not wall.relevant and wall.score < 0.5 and dict(wall.items).keys() == {1, 2}
     assert judge.judge("what does this show?", pack, image_query=True).score is None
+    about_image = judge.judge("a brick wall", pack, image_query=True)  # a query image never abstains
+    assert about_image.relevant and about_image.score is None and about_image.basis == "image"
     assert not judge.judge("a brick wall", EvidencePack.from_items("q", [_item()])).relevant  # shows nothing
     with pytest.raises(ValueError):
         RelevanceJudge(minilm, probes=())

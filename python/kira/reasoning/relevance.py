@@ -26,7 +26,9 @@ irrelevant (the answer abstains) when r < 0.5.
 
 A question with no content words ("what does this show?") asks about the query image or
 the subject it names: the items its identifier names, or a query image, make the evidence
-relevant by construction, and r is None (nothing to measure).
+relevant by construction, and r is None (nothing to measure). So does a question about a query
+image whose words match nothing the evidence shows ("what land cover does this tile show?"): the
+evidence is what the image matches; a query image never makes the answer abstain.
 
 ``support`` says how sure the best item's source is: 1 for what a person wrote (caption,
 passage, tags) or OCR read; for an item known only by its classifier labels, the label's
@@ -219,6 +221,11 @@ class RelevanceJudge:
         score = round(float(scores[k]), 3)
         log.debug("relevance of %r: z %s", question, np.round(z, 2).tolist())
         per_item = tuple((items[m].number, round(float(r), 3)) for m, r in zip(judged, scores))
+        if image_query and score < 0.5:
+            # a question about the query image ("what land cover does this tile show?") is answered from what
+            # the image matches; its words measure nothing here, so the answer does not abstain and has no score
+            return Relevance(relevant=True, score=None, support=source_support(views[0]) or 1.0,
+                             best=items[0].number, basis="image")
         return Relevance(relevant=score >= 0.5, score=score, support=source_support(views[n]) or 1.0,
                          best=items[n].number, standout=round(float(z[k]), 3), basis=basis, items=per_item,
                          lexical=lexical[k])
