@@ -85,5 +85,6 @@ def test_the_judge_abstains_on_an_absent_concept_and_not_on_a_present_one(minilm
     about_image = judge.judge("a brick wall", pack, image_query=True)  # a query image never abstains
     assert about_image.relevant and about_image.score is None and about_image.basis == "image"
     assert not judge.judge("a brick wall", EvidencePack.from_items("q", [_item()])).relevant  # shows nothing
+    assert judge.judge("a brick wall", EvidencePack.from_items("q", [_item()]), image_query=True).relevant
     with pytest.raises(ValueError):
         RelevanceJudge(minilm, probes=())

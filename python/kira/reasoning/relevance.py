@@ -203,9 +203,10 @@ class RelevanceJudge:
             if len(things) < len(words):
                 question, words, question_vector = " ".join(things), things, None
         judged = [n for n, t in enumerate(texts) if t]
-        if not judged:
-            best = items[0]
-            return Relevance(relevant=False, score=0.0, support=0.0, best=best.number, basis="none")
+        if not judged:  # nothing recorded says what any item shows
+            if image_query:
+                return Relevance(relevant=True, score=None, support=0.0, best=items[0].number, basis="image")
+            return Relevance(relevant=False, score=0.0, support=0.0, best=items[0].number, basis="none")
         z = self.standouts(question, [texts[n] for n in judged], question_vector=question_vector, known=known,
                            appearance=appearance)
         q_stems = {stem(w) for w in words}
