@@ -93,6 +93,9 @@ def test_a_brick_wall_abstains_and_every_card_opens_with_it(kira):
     data = json.loads(result.card.to_json())
     assert next(iter(data)) == "notice" and data["notice"]["kind"] == "nomatch"
     assert data["answer"]["abstained"] is True and data["answer"]["confidence"] == answer.confidence
+    from kira.explain.render_json import validate
+
+    assert validate(data) == []
     page = result.card.to_html()
     assert page.index("class='banner nomatch'") < page.index("<h2>Question</h2>")
 
