@@ -132,3 +132,10 @@ def test_a_claim_citing_only_evidence_off_the_question_is_not_grounded(kira):
     judged = on_topic(None, state, answer, result.evidence)
     assert all(c.hallucination_risk for c in judged.claims)
     assert dataclasses.replace(judged, reasoning=()).claims != answer.claims
+
+
+def test_the_card_hop_chain_names_documents_not_chunk_ids(kira):
+    result = kira.ask("a cup of coffee", top_k=3)  # full: residual hops run
+    assert result.card.hops and all(set(h["documents"]) <= set(PHOTOS) for h in result.card.hops)
+    chain = result.card.to_html().split("hop chain")[1].split("stop reason")[0]
+    assert "IMG_100" in chain and not any(f": {i}" in chain for h in result.card.hops for i in h["ids"])
