@@ -1,6 +1,6 @@
 """The Generate and Verify stages' use of kira.reasoning.relevance: abstention, confidence, topic.
 
-* `relevant_first`: the items that match the question before those that do not.
+* `relevant_first`: when the nearest item does not match the question, the items that do go first.
 * `judge`: the relevance verdict of the evidence for the question (None without a text encoder).
 * `abstention`: the answer when nothing in the evidence is relevant: it says so plainly and names
   the closest items (kira.reasoning.field_answer), has no claims, ``abstained=True``.
@@ -78,10 +78,12 @@ def relevance_step(verdict: Relevance) -> str:
 
 
 def relevant_first(pack: EvidencePack, verdict: Relevance) -> tuple[EvidencePack, Relevance]:
-    """`pack` with the items that match the question (r >= 0.5) before those that do not, each group in
-    retrieval order, renumbered; the verdict's numbers follow. An answer is written from what matches the
-    question, not from a nearer item that does not."""
+    """`pack` unchanged when its first item matches the question; else with the items that match (r >= 0.5)
+    before those that do not, each group in retrieval order, renumbered (the verdict's numbers follow). An
+    answer is written from what matches the question, not from a nearer item that does not."""
     score = dict(verdict.items)
+    if not pack.items or score.get(pack.items[0].number, 1.0) >= 0.5:
+        return pack, verdict
     order = sorted(pack.items, key=lambda i: score.get(i.number, 1.0) < 0.5)  # stable: retrieval order kept
     if [i.number for i in order] == [i.number for i in pack.items]:
         return pack, verdict
