@@ -225,6 +225,8 @@ class Answer:
     grounding: float | None = None
     generator: str = ""
     similar: tuple[Claim, ...] = ()  # what similar cases (other subjects) show, labelled apart in `text`
+    confidence: float | None = None  # 0-1: how far the evidence supports an answer (docs/reasoning.md)
+    abstained: bool = False  # True when no evidence is relevant: the text says so and names the closest items
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "reasoning", tuple(str(r) for r in self.reasoning))
