@@ -133,7 +133,12 @@ top document alone)."""
 class Feedback:
     """Pseudo-relevance feedback for text queries: the mean of the surest documents re-queries path A,
     and the rankings are fused again. An image query is already a visual query: it passes. It averages
-    at most `feedback_documents` and at most `FEEDBACK_SHARE` of the documents."""
+    at most `feedback_documents` and at most `FEEDBACK_SHARE` of the documents.
+
+    Seeded by documents the question names or by strong BM25 matches, feedback has evidence of its own
+    and weighs `feedback_weight_scale` x alpha. Seeded by the fused list's top alone (no name, no term
+    match: the dense rankings' guess), it re-queries with what those rankings found and weighs no more
+    than the strongest of them: it cannot be surer than its source."""
 
     name = "feedback"
 
@@ -150,6 +155,10 @@ class Feedback:
                                    lexical)
         if ranking is None:
             return state
+        named = any("identifier" in p for p in state.fused.paths.values())
+        if not named and (lexical is None or not len(lexical.ids)):
+            source = max((r.weight for r in state.rankings if r.path != "feedback"), default=0.0)
+            ranking = dataclasses.replace(ranking, weight=min(ranking.weight, source))
         return state.evolve(rankings=state.rankings + (ranking,))
 
 
