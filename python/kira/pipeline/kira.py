@@ -148,6 +148,7 @@ class Kira:
         seconds = self.kb.warm()
         steps = {
             "fine_levels": lambda: self.kb.level_ids(FINE_LEVELS),
+            "document_level": lambda: self.kb.level_ids(["document"]),  # how many documents feedback may average
             "identifiers": lambda: self.kb.identifier_postings(""),  # the names a question may use (per commit)
             "concepts": lambda: self.models.text.encode(list(self.profile.concepts)) if self.profile.concepts else None,
         }
