@@ -56,6 +56,9 @@ def test_the_critic_judges_what_a_photo_shows_not_how_it_looks(kb):
     assert _docs(result)[0] == _doc("coffee")
     assert not [i for i in result.evidence.dropped if i.doc_id == _doc("coffee")]  # nor its regions
     assert not result.card.critic["fallback"]  # something was judged relevant
+    rocket = Kira(kb).ask("a rocket", variant="full", top_k=5)  # issue 31: the "space shuttle" photo was dropped
+    assert _doc("rocket") in _docs(rocket)[:3]
+    assert not [i for i in rocket.evidence.dropped if i.doc_id == _doc("rocket")]
 
 
 class RejectAll:
