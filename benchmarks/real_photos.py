@@ -11,7 +11,11 @@ ask about it (`QUESTIONS`, worded without the caption's words where possible). P
   against "is the photo the question is about";
 - the same retrieval on the uncaptioned corpus (what `kira ingest` of a bare folder gives).
 
-Usage: python benchmarks/real_photos.py [--variants full,visual_only]
+Each for every image encoder asked for (`load_default(image_encoder=...)`; default: all four).
+The uncaptioned corpus with anonymised names, absent concepts and answer wording is
+benchmarks/answers_real_photos.py.
+
+Usage: python benchmarks/real_photos.py [--variants full,visual_only] [--encoders fused,pixel]
 """
 
 from __future__ import annotations
@@ -82,10 +86,11 @@ def photos() -> dict[str, np.ndarray]:
     return out
 
 
-def build(path: Path, images: dict[str, np.ndarray], captions: bool):
+def build(path: Path, images: dict[str, np.ndarray], captions: bool, encoder: str | None = None):
     from kira.knowledge_base import KnowledgeBase
+    from kira.models import load_default
 
-    kb = KnowledgeBase.create(path)
+    kb = KnowledgeBase.create(path, models=load_default(image_encoder=encoder))
     for name, image in images.items():
         kb.add_image(image, doc_id=name, caption=CAPTIONS[name] if captions else None)
     kb.commit()
@@ -138,12 +143,13 @@ def critic(kb) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default="visual_only,dual_path,query_expansion,multi_hop,grounded,full")
+    parser.add_argument("--encoders", default="pixel,mobilenet_v2,efficientnet_lite0,fused")
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     images = photos()
     with tempfile.TemporaryDirectory() as tmp:
-        for captions in (True, False):
-            kb = build(Path(tmp) / f"kb-{captions}", images, captions)
+        for encoder, captions in [(e, c) for e in args.encoders.split(",") if e for c in (True, False)]:
+            kb = build(Path(tmp) / f"kb-{encoder}-{captions}", images, captions, encoder)
             label = "captioned" if captions else "uncaptioned"
             print(f"\n## {label} corpus ({len(images)} real photos), text questions; image encoder: "
                   f"{kb.models.identity().get('image')}")

@@ -111,3 +111,30 @@ def test_bridged_text_encoder():
     enc = BridgedTextEncoder(Fixed(), bridge)
     assert enc.dim == 32
     assert np.allclose(enc.encode(["a", "b"]), bridge.encode_vectors(x[:2]))
+
+
+def test_skill_measures_held_out_ranking_over_chance_and_survives_save_load(tmp_path):
+    x, y = _pairs(200)
+    related = TextToImageBridge()
+    related.fit(x, y)
+    rng = np.random.default_rng(3)
+    unrelated = TextToImageBridge()
+    unrelated.fit(x, y[rng.permutation(len(y))])  # captions paired with the wrong images: nothing to learn
+    assert related.skill is not None and unrelated.skill is not None
+    assert related.skill > 0.5 and unrelated.skill < 0.1, (related.skill, unrelated.skill)
+    few = TextToImageBridge()
+    few.fit(*_pairs(2))  # two pairs: leave-one-out learns nothing from one pair
+    assert few.skill == 0.0
+    loaded = TextToImageBridge.load(related.save(tmp_path / "b.npz"))
+    assert loaded.skill == pytest.approx(related.skill)
+    assert TextToImageBridge().skill is None
+
+
+def test_a_bridge_file_written_before_skill_loads_with_skill_unknown(tmp_path):
+    bridge = TextToImageBridge()
+    bridge.fit(*_pairs(20))
+    path = bridge.save(tmp_path / "b.npz")
+    with np.load(path) as data:
+        old = {k: data[k] for k in data.files if k != "skill"}
+    np.savez(tmp_path / "old.npz", **old)
+    assert TextToImageBridge.load(tmp_path / "old.npz").skill is None

@@ -146,14 +146,16 @@ def test_lead_with_identifiers_moves_named_chunks_first_and_adds_missing_ones(kb
 
 def test_a_shared_date_does_not_make_another_tile_the_subject(tmp_path):
     """A subject whose named identifiers another subject's strictly include is a coincidence: T002 was also
-    flown on 2020-01-01, S009 on 2022-01-01, but the question is about T001. Two named tiles both lead."""
+    flown on 2020-01-01, S009 on 2022-01-01, but the question is about T001. Two named tiles both lead.
+    (The dates are metadata: a name is what the knowledge base's ids, group ids or metadata values hold.)"""
     kb = KnowledgeBase.create(tmp_path / "kb", models=FakeStack())
     shots = (("T001-d0", "T001", "2020-01-01", "red"), ("T001-d1", "T001", "2022-01-01", "green"),
              ("T002-d0", "T002", "2020-01-01", "blue"), ("T002-d1", "T002", "2022-05-05", "cyan"))
     for t, (doc_id, tile, date, colour) in enumerate(shots):
         kb.add_image(flat(COLOURS[colour]), doc_id=doc_id, caption=f"tile {tile}, acquired {date}",
-                     sequence=(tile, t % 2))
-    kb.add_image(flat(COLOURS["yellow"]), doc_id="S009", caption="scene S009, acquired 2022-01-01")
+                     sequence=(tile, t % 2), metadata={"acquired": date})
+    kb.add_image(flat(COLOURS["yellow"]), doc_id="S009", caption="scene S009, acquired 2022-01-01",
+                 metadata={"acquired": "2022-01-01"})
     kb.commit()
     docs = kb.store.document_chunk_ids([d for d, *_ in shots] + ["S009"])
 

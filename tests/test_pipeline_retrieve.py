@@ -82,7 +82,10 @@ def test_retrieval_is_what_an_ask_draws_its_evidence_from(kb):
         asked = kira.ask(**query, top_k=5, variant="multi_hop")
         fused = Fused(np.array(found.chunk_ids, np.int64), np.array([h.score for h in found.hits], np.float32), {}, {})
         chosen, _ = diverse(kb, fused, kira.max_per_document, 5)
-        assert [c for c, _ in chosen] == [i.chunk_id for i in asked.evidence.items]
+        # a question naming a subject ("rocket" is a metadata value) splits the evidence into its items and
+        # similar cases; together they are what retrieval chose
+        drawn = [i.chunk_id for i in (*asked.evidence.items, *asked.evidence.similar)]
+        assert sorted(c for c, _ in chosen) == sorted(drawn)
         assert found.trace["stages"][-1] == "compound" and "critic" not in found.timings
 
 
@@ -137,3 +140,18 @@ def test_a_filter_keeps_compound_partners_out(tmp_path):
                  kira.retrieve(image=data.rocket(), top_k=50, variant="full", doc_ids=["rocket", "moon"]).hits):
         assert {h.doc_id for h in hits} <= {"rocket", "moon", "coffee"} and hits[0].doc_id == "rocket"
     kb.close()
+
+
+def test_per_document_keeps_at_most_that_many_hits_of_one_image(kb):
+    kira = Kira(kb)
+    every = kira.retrieve(image=photo(2), top_k=6)
+    assert len(set(every.doc_ids)) < len(every.hits)  # an image and its own regions, twice in the top k
+    one = kira.retrieve(image=photo(2), top_k=4, per_document=1)
+    assert [h.doc_id for h in one.hits] == one.doc_ids and len(one.hits) == 4
+    assert one.hits[0] == every.hits[0]
+    two = kira.retrieve(image=photo(2), top_k=6, per_document=2)
+    assert max(two.doc_ids.count(d) for d in two.doc_ids) <= 2
+    assert all([h.doc_id for h in two.hits].count(d) <= 2 for d in two.doc_ids)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="per_document"):
+            kira.retrieve(image=photo(2), per_document=bad)

@@ -139,3 +139,29 @@ def test_known_item_vectors_give_the_same_probabilities_without_encoding_the_ite
     assert Counting.texts == [question, items[2].summary]
     with pytest.raises(ValueError, match="item_vectors has shape"):
         critic.probabilities(question, items, item_vectors=known[:2])
+
+
+def test_shown_text_reads_content_fields_not_appearance() -> None:
+    from kira.reasoning.critic import UNJUDGED, shown_certainty, shown_text
+
+    looks = "labels: espresso; A medium-brightness colour image dominated by orange (54%); 1 salient region."
+    labelled = EvidenceItem(1, 1, "IMG_1", "document", 1.0, ("text",), looks,
+                            provenance={"described_by": "captioner", "labels": [{"label": "espresso", "p": 0.8}]})
+    assert shown_text(labelled) == "espresso" and shown_certainty(labelled) == pytest.approx(0.8)
+    bare = EvidenceItem(2, 2, "IMG_2", "region", 1.0, ("visual",), "A dark greyscale image.",
+                        provenance={"described_by": "captioner"})
+    assert shown_text(bare) == "" and shown_certainty(bare) == 0.0
+    captioned = EvidenceItem(3, 3, "d", "document", 1.0, ("text",), "x",
+                             provenance={"described_by": "user caption/tags", "caption": "a cup", "tags": ["mug"],
+                                         "text_read": [{"text": "CAFE"}]})
+    assert shown_text(captioned) == "a cup. mug. CAFE" and shown_certainty(captioned) == 1.0
+    assert shown_text(_item(4, "hand-built summary")) == "hand-built summary"
+
+    class Fixed:
+        dim = 2
+
+        def encode(self, texts):
+            return np.tile(np.array([[1.0, 0.0]], np.float32), (len(texts), 1))
+
+    p = SimilarityCritic(Fixed()).probabilities("a cup of coffee", [bare, labelled])
+    assert p[0] == UNJUDGED and UNJUDGED < p[1]  # unreadable: neither kept for a reason nor dropped

@@ -283,6 +283,17 @@ def test_search_metadata_filters_and_levels(reader):
     assert none.status_code == 200 and none.json()["results"] == []
 
 
+def test_search_per_document_spends_top_k_on_distinct_images(reader):
+    body = {"text": "a cup of coffee", "top_k": 6, "levels": ["document", "region", "patch"]}
+    every = reader.client.post("/search", json=body).json()["results"]
+    docs = [h["doc_id"] for h in every]
+    assert len(set(docs)) < len(docs)  # without it an image and its own regions share the top k
+    one = reader.client.post("/search", json={**body, "per_document": 1}).json()["results"]
+    assert len(one) == 6 and len({h["doc_id"] for h in one}) == 6
+    assert one[0]["doc_id"] == every[0]["doc_id"]
+    _error(reader.client.post("/search", json={**body, "per_document": 0}), 422, None)
+
+
 # ---- documents --------------------------------------------------------------------------
 def test_get_document_lists_its_chunks(reader):
     body = reader.client.get("/documents/coffee").json()
@@ -500,3 +511,4 @@ def test_serve_command_refuses_bad_options_with_the_fix(built, capsys):
     assert main(["serve", str(kb), "--api-key-env", "KIRA_TEST_NO_SUCH_VARIABLE"]) == 2
     assert "export KIRA_TEST_NO_SUCH_VARIABLE=" in capsys.readouterr().err
     assert main(["serve", str(kb), "--workers", "0"]) == 2
+

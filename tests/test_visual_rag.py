@@ -64,3 +64,27 @@ def test_duplicate_id_and_answer_before_build(tmp_path):
         assert reopened.answer("black", top_k=1).results[0].image_id == "a"
     finally:
         reopened.close()
+
+
+
+def test_a_bridge_fitted_on_five_pairs_does_not_outvote_the_text_path():
+    """Issue 31: five captioned flat-colour images; "woodland with pines" and "woods" must find the forest,
+    which MiniLM scores far above the other captions (0.57 against <= 0.33 for "woods"). Neither the question
+    mapped into image space by a bridge that five pairs cannot teach (its held-out skill is ~0) nor visual
+    feedback from the mean of the whole collection may outvote the text path."""
+    scenes = [("forest", (34, 120, 40), "a forest of tall trees", ["forest", "trees"]),
+              ("night_city", (20, 24, 60), "a city street at night", ["city", "night"]),
+              ("beach", (230, 210, 160), "a sunny beach", ["beach", "sand"]),
+              ("snow", (240, 240, 245), "snow on a mountain", ["snow", "mountain"]),
+              ("sunset", (250, 110, 40), "a red sunset over the sea", ["sunset", "sky"])]
+    r = VisualRAG()
+    try:
+        for name, colour, caption, tags in scenes:
+            r.add_image(name, np.full((48, 64, 3), colour, np.uint8), caption=caption, tags=tags)
+        r.build()
+        for question in ("woodland with pines", "woods"):
+            assert r.answer(question, top_k=3).results[0].image_id == "forest", question
+        bridge = r.kb.bridge()
+        assert bridge is not None and bridge.skill is not None and bridge.skill < 0.5
+    finally:
+        r.close()

@@ -96,3 +96,11 @@ class CompoundQueries:
         unlike `compound_of` it leaves out the subject's other times.
         """
         return self.compounds().view_set_of
+
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunk ids (ascending) it names}: the words that a document id, group
+        (sequence, multiview) id or metadata value of this knowledge base holds (kira.knowledge_base.identifiers;
+        read once per commit). `allow`: only these chunk ids (None: all)."""
+        from kira.knowledge_base.identifiers import identifier_index
+
+        return self.memo("identifiers", lambda: identifier_index(self)).named(text, allow=allow)

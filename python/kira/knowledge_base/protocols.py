@@ -106,7 +106,11 @@ class KnowledgeBaseLike(Protocol):
         ...
 
     def lexical(self) -> Any:
-        """The BM25 index (``search``, ``identifier_postings``, ``specificity``)."""
+        """The BM25 index (``search``, ``specificity``)."""
+        ...
+
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunks it names}: words its document ids, group ids or metadata hold."""
         ...
 
     def visual_query(self, vectors: np.ndarray) -> np.ndarray:

@@ -9,6 +9,15 @@ pairs, seeded) by the mean reciprocal rank of each held-out image given its capt
 then the map is refitted on all pairs. With fewer than `min_pairs_for_validation`
 pairs there is nothing to validate on, and lambda = `default_lambda`.
 
+How far the map works on this knowledge base is measured too (`BridgeFit.skill`): k-fold
+cross-validation (5 folds; leave-one-out below 5 pairs) at the chosen lambda, each held-out
+caption's mapped vector ranking its own image among the images (all of them, or a seeded
+sample of `SKILL_CANDIDATES` with the held-out ones), as mean reciprocal rank rescaled so
+that chance is 0 and always first is 1: skill = max(0, (MRR - MRR_chance) / (1 - MRR_chance)),
+MRR_chance = H_m / m for m candidates. A map fitted on five unrelated pairs ranks held-out
+images no better than chance (skill ~0); the pipeline weighs the question's bridged visual
+path by it (kira.pipeline.query.visual_rankings), so such a bridge cannot outvote the text path.
+
 `fit` replaces any previous fit (call it again when the knowledge base grows);
 `save`/`load` use .npz with allow_pickle=False, written atomically.
 """
@@ -24,6 +33,9 @@ from typing import Sequence
 import numpy as np
 
 FORMAT_VERSION = 1
+SKILL_FOLDS = 5  # cross-validation folds for `BridgeFit.skill` (leave-one-out below this many pairs)
+SKILL_CANDIDATES = 1000  # images each held-out caption is ranked among (all of them when fewer)
+SKILL_HELD_OUT = 200  # held-out pairs scored per fold (a seeded sample when a fold holds more)
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,7 @@ class BridgeFit:
     ridge_lambda: float
     validation_mrr: float | None  # held-out mean reciprocal rank at the chosen lambda (None: too few pairs)
     candidates: tuple[float, ...]  # the lambdas tried
+    skill: float | None = None  # 0-1, held-out ranking skill over chance (module docstring); None: unknown
 
 
 class TextToImageBridge:
@@ -107,9 +120,16 @@ class TextToImageBridge:
                 scores.append(_mrr(_predict(x[val], w, xm, ym), y[val]))
             best = int(np.argmax(scores))  # ties: the first, i.e. the smallest lambda
             lam, mrr = self.lambdas[best], float(scores[best])
+        skill = cross_validated_skill(x, y, lam, seed=self.seed)
         self._weights, self._x_mean, self._y_mean = _ridge(x, y, lam)
-        self.last_fit = BridgeFit(pairs=n, ridge_lambda=lam, validation_mrr=mrr, candidates=self.lambdas)
+        self.last_fit = BridgeFit(pairs=n, ridge_lambda=lam, validation_mrr=mrr, candidates=self.lambdas, skill=skill)
         return self.last_fit
+
+    @property
+    def skill(self) -> float | None:
+        """How well the fitted map ranks held-out images, 0 (chance) to 1 (`BridgeFit.skill`); None when unknown
+        (not fitted, or loaded from a file written before kira measured it)."""
+        return self.last_fit.skill if self.last_fit is not None else None
 
     def encode_vectors(self, text_vectors: np.ndarray) -> np.ndarray:
         """Map text vectors (m, text_dim) into image space: float32 (m, image_dim), unit rows.
@@ -139,6 +159,7 @@ class TextToImageBridge:
                     y_mean=self._y_mean.astype(np.float32),
                     ridge_lambda=np.array(fit.ridge_lambda if fit else self.default_lambda, np.float64),
                     pairs=np.array(fit.pairs if fit else 0, np.int64),
+                    skill=np.array(np.nan if fit is None or fit.skill is None else fit.skill, np.float64),
                 )
             os.replace(tmp, path)
         except BaseException:
@@ -162,13 +183,15 @@ class TextToImageBridge:
                 y_mean = data["y_mean"].astype(np.float64)
                 lam = float(data["ridge_lambda"])
                 pairs = int(data["pairs"])
+                skill = float(data["skill"]) if "skill" in data.files else float("nan")
         except (KeyError, OSError, EOFError) as exc:
             raise ValueError(f"{path} is not a kira bridge file: {exc}") from exc
         if weights.ndim != 2 or x_mean.shape != (weights.shape[0],) or y_mean.shape != (weights.shape[1],):
             raise ValueError(f"{path} has inconsistent shapes; refit and save the bridge again")
         bridge = cls(default_lambda=lam)
         bridge._weights, bridge._x_mean, bridge._y_mean = weights, x_mean, y_mean
-        bridge.last_fit = BridgeFit(pairs=pairs, ridge_lambda=lam, validation_mrr=None, candidates=(lam,))
+        bridge.last_fit = BridgeFit(pairs=pairs, ridge_lambda=lam, validation_mrr=None, candidates=(lam,),
+                                    skill=None if np.isnan(skill) else skill)
         return bridge
 
     def _require(self) -> np.ndarray:
@@ -221,6 +244,31 @@ def _ridge(x: np.ndarray, y: np.ndarray, lam: float) -> tuple[np.ndarray, np.nda
 def _predict(x: np.ndarray, w: np.ndarray, xm: np.ndarray, ym: np.ndarray) -> np.ndarray:
     p = (x - xm) @ w + ym
     return p / np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12)
+
+
+def cross_validated_skill(x: np.ndarray, y: np.ndarray, lam: float, *, seed: int = 0) -> float:
+    """Held-out ranking skill of a ridge map at `lam` over (x, y) pairs, in [0, 1] (module docstring)."""
+    n = x.shape[0]
+    rng = np.random.default_rng(seed)
+    folds = np.array_split(rng.permutation(n), min(SKILL_FOLDS, n))
+    yn = y / np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-12)
+    gains, weights = [], []
+    for fold in folds:
+        train = np.setdiff1d(np.arange(n), fold)
+        held = fold if len(fold) <= SKILL_HELD_OUT else rng.choice(fold, SKILL_HELD_OUT, replace=False)
+        others = np.setdiff1d(np.arange(n), held)
+        if len(held) + len(others) > SKILL_CANDIDATES:
+            others = rng.choice(others, max(SKILL_CANDIDATES - len(held), 0), replace=False)
+        candidates = np.concatenate([held, others])
+        w, xm, ym = _ridge(x[train], y[train], lam)
+        sims = _predict(x[held], w, xm, ym) @ yn[candidates].T
+        true = sims[np.arange(len(held)), np.arange(len(held))][:, None]
+        mrr = float(np.mean(1.0 / (1 + (sims > true).sum(axis=1))))
+        m = len(candidates)
+        chance = float(np.sum(1.0 / np.arange(1, m + 1)) / m)
+        gains.append(max(0.0, (mrr - chance) / (1.0 - chance)) if chance < 1.0 else 0.0)
+        weights.append(len(held))
+    return float(np.average(gains, weights=weights))
 
 
 def _mrr(pred: np.ndarray, y: np.ndarray) -> float:

@@ -2,8 +2,9 @@
 
 * `SelectEvidence`: the fused list -> evidence items (at most `max_per_document` chunks of
   one document), `per_result` x top_k candidates when a critic follows.
-* `Critic`: ReAG's critic keeps P(relevant) > 0.1; documents the question names are kept;
-  an uncalibrated critic never drops the top fused result.
+* `Critic`: ReAG's critic keeps P(relevant) > 0.1 of what each item shows; documents the
+  question names and the document a query image clearly shows (a copy, crop or mirror) are
+  kept whatever it says; an uncalibrated critic never drops the top fused result.
 * `Subject`: when the question names a subject (its documents and their compound
   partners), the pack holds that subject's items, and every other item only as a similar
   case (kira.reasoning.subject).
@@ -56,7 +57,8 @@ class Critic:
         query = critic_query(ctx, state.question, state.pixels)
         extra = {}
         if items and getattr(ctx.critic, "encoder", None) is getattr(ctx.models, "text", False):
-            extra["item_vectors"] = stored_text_vectors(ctx.kb, items)  # the ask encodes nothing here
+            # The stored text vectors encode whole descriptions, appearance included; the critic judges what
+            # an item shows (kira.reasoning.critic.shown_text) and encodes (and caches) those texts itself.
             q = state.query
             if q is not None and q.text_vector is not None and q.text_query == query and not q.text_from_caption:
                 extra["question_vector"] = q.text_vector  # the question as the query encoding embedded it
@@ -64,7 +66,11 @@ class Critic:
         protected = {i.chunk_id for i in decision.dropped if "identifier" in (i.paths or ())}
         notes = []
         if protected:
-            notes.append(f"{len(protected)} items named by identifier kept")
+            notes.append(f"{len(protected)} items of the documents the question names by identifier kept")
+        shown = {i.chunk_id for i in decision.dropped if "clear_match" in (i.paths or ())}
+        if shown:
+            protected |= shown
+            notes.append(f"{len(shown)} items of the document the query image shows kept")
         if items and not getattr(ctx.critic, "calibrated", False) and items[0] in decision.dropped:
             protected.add(items[0].chunk_id)
             notes.append("the critic is not calibrated for this model stack: the top fused result is kept")

@@ -141,12 +141,15 @@ class Kira:
     def warm(self) -> dict[str, float]:
         """Pick up new commits, then build now what the first `ask` after a commit would otherwise
         build: the knowledge base's derived views (`KnowledgeBase.warm`), the chunks a crop is searched
-        against, and the profile's concept vectors (loading the model stack if nothing has yet).
+        against, the names a question may use (`KnowledgeBase.identifier_postings`), and the profile's
+        concept vectors (loading the model stack if nothing has yet).
         Returns {part: seconds}. Answers are the same with or without it.
         """
         seconds = self.kb.warm()
         steps = {
             "fine_levels": lambda: self.kb.level_ids(FINE_LEVELS),
+            "document_level": lambda: self.kb.level_ids(["document"]),  # how many documents feedback may average
+            "identifiers": lambda: self.kb.identifier_postings(""),  # the names a question may use (per commit)
             "concepts": lambda: self.models.text.encode(list(self.profile.concepts)) if self.profile.concepts else None,
         }
         for name, build in steps.items():
@@ -237,6 +240,7 @@ class Kira:
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
         doc_ids: Sequence[str] | None = None,
+        per_document: int | None = None,
     ) -> Retrieval:
         """Retrieval only: the chunks `ask` would draw its evidence from, without critic or generation.
 
@@ -252,10 +256,12 @@ class Kira:
             so not with `question`).
         levels: only chunks at these levels. metadata: only documents whose metadata holds every
             item. tags: only documents carrying every tag. doc_ids: only these documents.
+        per_document: at most this many hits of one document (1: one hit per image, so top_k is not
+            spent on an image and its own regions); None (default): any number.
 
         Raises ValueError for no question, image or vector, a question over MAX_QUESTION_CHARS
-        (kira.knowledge_base.inputs, 8192 characters), an unknown variant or level, top_k not an
-        integer >= 1, an unusable image, or a vector and what it replaces together; `VectorError` (a
+        (kira.knowledge_base.inputs, 8192 characters), an unknown variant or level, top_k or per_document
+        not an integer >= 1, an unusable image, or a vector and what it replaces together; `VectorError` (a
         ValueError) for a vector of the wrong dimension, with NaN or inf, or all zeros.
         """
         from kira.knowledge_base.inputs import question_arg
@@ -270,6 +276,9 @@ class Kira:
             raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
             raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
+        if per_document is not None and (isinstance(per_document, bool) or
+                                         not isinstance(per_document, (int, np.integer)) or per_document < 1):
+            raise ValueError(f"per_document must be an integer >= 1 (or None for no limit); got {per_document!r}")
         if isinstance(tags, str) or isinstance(doc_ids, str):
             raise TypeError("tags and doc_ids are lists of strings, not one string; wrap it: tags=[tag]")
         if metadata is not None and not isinstance(metadata, Mapping):
@@ -294,7 +303,7 @@ class Kira:
                            max_per_document=self.max_per_document)
         stages = retrieval_stages(self.stage_list(variant))
         return retrieve(ctx, stages, question=question, pixels=pixels, vector=unit, space=space, top_k=int(top_k),
-                        levels=levels, allow=allow)
+                        levels=levels, allow=allow, per_document=None if per_document is None else int(per_document))
 
     @staticmethod
     def _check_levels(levels: Sequence[str] | str) -> tuple[str, ...]:

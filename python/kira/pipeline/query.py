@@ -2,7 +2,8 @@
 
 Path A (visual index) is queried with the query image's embedding and/or the question
 embedded into image space (the stack's `image_text` encoder, CLIP's text tower; else
-the knowledge base's fitted TextToImageBridge). Path B (text index, chunk
+the knowledge base's fitted TextToImageBridge, weighed by its measured held-out skill and left
+out when it has none: kira.models.bridge). Path B (text index, chunk
 descriptions) is queried with the sentence embedding of the question (or, for an
 image-only query, of the captioner's description of the image) and of the expansions,
 and with BM25 over document texts (`lexical_rankings`; kira.knowledge_base.lexical).
@@ -46,6 +47,7 @@ class QueryVectors:
     image_vector: np.ndarray | None = None  # in the visual index's space
     text_in_image: np.ndarray | None = None  # question in the visual index's space
     text_in_image_from_bridge: bool = False  # text_in_image came from the KB's fitted bridge (no CLIP text tower)
+    bridge_skill: float | None = None  # that bridge's held-out skill, 0 (chance) - 1 (None: not measured)
     text_vector: np.ndarray | None = None  # question (or image caption) in text space
     text_query: str = ""  # what text_vector encodes
     text_from_caption: bool = False  # text_vector describes the query image (no question)
@@ -77,10 +79,15 @@ def encode_query(kb: Any, stack: Any, question: str, image: np.ndarray | None, *
             out.text_in_image = _unit(kb.visual_query(raw)[0])
         else:
             bridge = kb.bridge()
-            if bridge is not None:
+            skill = getattr(bridge, "skill", None)
+            if bridge is not None and skill is not None and skill <= 0.0:
+                notes.append("the text->image bridge ranks held-out captioned images no better than chance: "
+                             "path A uses the image only")
+            elif bridge is not None:
                 raw = np.asarray(bridge.encode_vectors(out.text_vector[None, :]), dtype=np.float32)
                 out.text_in_image = _unit(kb.visual_query(raw)[0])
                 out.text_in_image_from_bridge = True
+                out.bridge_skill = skill
             else:
                 notes.append("no text->image encoder and fewer than 2 captioned images: path A uses the image only")
     elif image is not None and describe_image and getattr(stack, "captioner", None) is not None:
@@ -119,8 +126,11 @@ def search(
 
 def visual_rankings(kb: Any, q: QueryVectors, config: RetrievalConfig, allow: np.ndarray | None) -> list[Ranking]:
     """Path A: the image embedding and the question in image space against the visual index."""
-    # A question mapped by the fitted ridge bridge is weaker evidence than an image or a CLIP text tower.
-    bridge = config.bridge_weight_scale if q.text_in_image_from_bridge else 1.0
+    # A question mapped by the fitted ridge bridge is weaker evidence than an image or a CLIP text tower, and
+    # counts only as far as the bridge ranks held-out captioned images of this knowledge base (its skill).
+    bridge = 1.0
+    if q.text_in_image_from_bridge:
+        bridge = config.bridge_weight_scale * (1.0 if q.bridge_skill is None else q.bridge_skill)
     queries, meta = [], []
     if q.image_vector is not None:
         queries.append(q.image_vector)

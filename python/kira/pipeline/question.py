@@ -3,9 +3,11 @@
 The fusion stage leads with the documents the question names, the critic keeps them, and
 the subject stage answers about them alone. `QuestionAnalysis` finds those once per ask.
 
-* `NamedDocuments` (the default): a question naming an identifier the knowledge base holds
-  (letters and digits mixed, or an ISO date: `kira.knowledge_base.lexical.is_identifier`)
-  names the documents carrying it. A subject (a document with its compound-group partners)
+* `NamedDocuments` (the default): a question word that the knowledge base holds as a name
+  (a word of a document id, of a sequence or multiview group id, or of a metadata value:
+  `KnowledgeBase.identifier_postings`, kira.knowledge_base.identifiers) names the documents
+  carrying it. The knowledge base's data decides, not the word's spelling: "covid19" or
+  "h100" names nothing unless a document is named so. A subject (a document with its compound-group partners)
   whose named identifiers are a strict subset of another subject's is a coincidence, not
   the subject: "site S047 on 2019-05-08" names S047, not another site flown that day.
 * `NoAnalysis`: names nothing (every stage then treats the question as plain text).
@@ -41,7 +43,7 @@ class NamedDocuments:
     def analyze(self, question: str, kb: Any, allow: np.ndarray | None) -> QuestionFacts:
         if not question:
             return QuestionFacts()
-        postings = kb.lexical().identifier_postings(question, allow=allow)
+        postings = dict(kb.identifier_postings(question, allow=allow))
         if not postings:
             return QuestionFacts()
         return QuestionFacts(named_chunks=_named_subjects(kb, postings), named_terms=tuple(sorted(postings)))

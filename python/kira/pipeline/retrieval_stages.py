@@ -7,6 +7,7 @@ a new `QueryState`. Which stages run, and in which order, is the variant's stage
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from kira.pipeline.anchoring import anchor_to_image, clear_visual_match, feedback_ranking, lead_with_named
@@ -123,17 +124,38 @@ class Fuse:
         return state.evolve(fused=fused)
 
 
+FEEDBACK_SHARE = 0.2
+"""Feedback averages at most this share of the knowledge base's documents: the mean of a large part of a
+collection is its centre, not what the question is about (a five-image knowledge base feeds back its
+top document alone)."""
+
+
 class Feedback:
     """Pseudo-relevance feedback for text queries: the mean of the surest documents re-queries path A,
-    and the rankings are fused again. An image query is already a visual query: it passes."""
+    and the rankings are fused again. An image query is already a visual query: it passes. It averages
+    at most `feedback_documents` and at most `FEEDBACK_SHARE` of the documents.
+
+    Feedback needs evidence of its own to seed from: documents the question names, or BM25 matches of
+    its words. With neither, its seed would be the fused list's top alone, the dense rankings' guess,
+    and on a varied collection the mean of a few wrong guesses lands on whatever sits near the centre
+    (uncaptioned real photos: "a kitten" fed back to handwritten digits); the stage then passes."""
 
     name = "feedback"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         if state.image_query:
             return state
+        cfg = ctx.config.retrieval
         lexical = next((r for r in state.rankings if r.path == "lexical"), None)
-        ranking = feedback_ranking(ctx.kb, state.fused, ctx.config.retrieval, state.allow, lexical)
+        named = any("identifier" in p for p in state.fused.paths.values())
+        if not named and (lexical is None or not len(lexical.ids)):
+            return state.evolve(trace={"feedback": "no named document or term match to seed from: skipped"})
+        documents = len(ctx.kb.level_ids(["document"]))
+        n = min(cfg.feedback_documents, int(FEEDBACK_SHARE * documents))
+        if n < 1:
+            return state
+        ranking = feedback_ranking(ctx.kb, state.fused, dataclasses.replace(cfg, feedback_documents=n), state.allow,
+                                   lexical)
         if ranking is None:
             return state
         return state.evolve(rankings=state.rankings + (ranking,))

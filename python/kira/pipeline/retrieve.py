@@ -4,7 +4,8 @@
 (encode, both paths, expansion, fusion, feedback, hops, compound expansion, re-rank) over a
 question, an image, or a raw query vector, inside the chunks that `levels` and the document
 filters allow, and returns the fused list's first `top_k` chunks with their documents,
-scores and boxes.
+scores and boxes; with `per_document`, at most that many chunks of one document (so top-k is not
+spent on an image and its own regions).
 
 A raw vector is a query already in one index's space (the dimension that index holds): in
 the visual space it takes the place of a query image's vector, in the text space that of the
@@ -136,10 +137,28 @@ def retrieval_stages(stages: Sequence[Stage]) -> list[Stage]:
     return out
 
 
+def per_document_head(kb: Any, ids: np.ndarray, top_k: int, per_document: int | None) -> np.ndarray:
+    """The first `top_k` of the fused `ids`, at most `per_document` of any one document (None: no limit)."""
+    if per_document is None:
+        return ids[:top_k]
+    docs = kb.document_chunk_of(ids)
+    counts: dict[int, int] = {}
+    keep: list[int] = []
+    for n, d in enumerate(docs.tolist()):
+        key = d if d >= 0 else -1 - n  # a chunk of no known document counts as its own
+        if counts.get(key, 0) < per_document:
+            counts[key] = counts.get(key, 0) + 1
+            keep.append(n)
+            if len(keep) >= top_k:
+                break
+    return ids[np.asarray(keep, dtype=np.int64)]
+
+
 def retrieve(ctx: StageContext, stages: Sequence[Stage], *, question: str, pixels: np.ndarray | None,
              vector: np.ndarray | None, space: str, top_k: int, levels: Sequence[str] | None,
-             allow: np.ndarray | None) -> Retrieval:
-    """Run the retrieval `stages` (see `retrieval_stages`) and return the first `top_k` fused chunks.
+             allow: np.ndarray | None, per_document: int | None = None) -> Retrieval:
+    """Run the retrieval `stages` (see `retrieval_stages`) and return the first `top_k` fused chunks,
+    at most `per_document` of one document (None: any number).
 
     `vector` must already be checked (`check_vector`); `allow` the chunks the search may return.
     """
@@ -160,12 +179,14 @@ def retrieve(ctx: StageContext, stages: Sequence[Stage], *, question: str, pixel
             timings[stage.name] = timings.get(stage.name, 0.0) + (time.perf_counter() - start) * 1000.0
     start = time.perf_counter()
     fused = state.fused
-    ids = fused.ids[:top_k].tolist()
+    head = per_document_head(ctx.kb, fused.ids, top_k, per_document)
+    score_of = dict(zip(fused.ids.tolist(), fused.scores.tolist()))
+    ids = head.tolist()
     rows = ctx.kb.store.chunks(ids)
     hits = tuple(
-        Hit(int(cid), rows[cid].doc_id, rows[cid].level, float(score), rows[cid].box,
+        Hit(int(cid), rows[cid].doc_id, rows[cid].level, float(score_of[cid]), rows[cid].box,
             tuple(fused.paths.get(cid, ())), fused.cosine.get(cid))
-        for cid, score in zip(ids, fused.scores[: len(ids)].tolist()) if cid in rows
+        for cid in ids if cid in rows
     )
     timings["hits"] = (time.perf_counter() - start) * 1000.0
     timings["total"] = sum(timings.values())
@@ -174,5 +195,5 @@ def retrieve(ctx: StageContext, stages: Sequence[Stage], *, question: str, pixel
     return Retrieval(hits, timings, trace)
 
 
-__all__ = ["Hit", "Retrieval", "VectorError", "allowed_ids", "check_vector", "chunk_ids_of", "retrieval_stages",
-           "retrieve"]
+__all__ = ["Hit", "Retrieval", "VectorError", "allowed_ids", "check_vector", "chunk_ids_of", "per_document_head",
+           "retrieval_stages", "retrieve"]

@@ -3,7 +3,7 @@
 Two critics share one filtering rule (`filter_by_probability`):
 
 - `SimilarityCritic(text_encoder)` (the default; no language model needed) maps the
-  question and the item's summary to
+  question and what the item shows (`shown_text`) to
 
       P(relevant) = sigmoid(slope * (cos(v_q, v_s) - midpoint) + overlap_weight * A(q, s))
 
@@ -16,6 +16,22 @@ Two critics share one filtering rule (`filter_by_probability`):
   overlap_weight 2 put the first group at P ~ 0.9, keep same-domain items (P >= 0.1:
   ReAG's critic removes irrelevant passages, not near misses), and put other-domain
   items under 0.1.
+
+What an item is judged by is what it SHOWS (`shown_text`): the user's caption, tags and
+one-token metadata values, the image classifier's labels, the words an OCR reader found, a
+passage's text. How an image looks (brightness, colours, texture, salient regions: the
+default describer's measurements in its summary) says nothing about whether it answers a
+question, and its long statistics pull the cosine of a relevant item's summary down ("a cup
+of coffee" against "labels: espresso; A medium-brightness, high-contrast colour image ...
+dominated by orange (54%)" scores P 0.08, against "espresso" well above 0.1). An item built
+outside a knowledge base (no ``described_by`` in its provenance) is judged by its summary. An
+image item that shows nothing the critic can read (no caption, tags, labels or text: most
+uncaptioned scans) cannot be judged by a text critic: it gets P = 0.5 and is kept (as the
+LMCritic keeps an unclear reply), so the critic never drops what it cannot read. An item
+that shows only what an image classifier guessed is judged as far as the classifier was
+sure: P = c x P_text + (1 - c) x 0.5 with c its top label's probability (`shown_certainty`),
+so a photo of an astronaut labelled "bobsled" at p 0.3 is not dropped on that guess, while a
+user's caption, tags or read text count fully (c = 1).
 - `LMCritic(lm)` asks a `LanguageModel` "is this passage relevant? Yes/No". With an LM
   that exposes ``yes_no_logprobs(prompt) -> (logp_yes, logp_no)`` it uses
   P(Yes) = softmax over the two; otherwise it reads the completion: "yes" -> 0.9,
@@ -86,6 +102,44 @@ def filter_by_probability(
     )
 
 
+UNJUDGED = 0.5
+"""P(relevant) of an item that shows nothing a text critic can read: kept, neither relevant nor not."""
+
+
+def shown_text(item: EvidenceItem) -> str:
+    """What an evidence item shows, as one text: caption, tags, classifier labels, text read from the image,
+    a passage's words ("" for a knowledge-base image with none of these; the summary for hand-built evidence).
+    """
+    p = item.provenance or {}
+    if "described_by" not in p:  # evidence built by hand, or a knowledge base that records no fields
+        return item.summary
+    parts: list[str] = []
+    if p.get("caption"):
+        parts.append(str(p["caption"]))
+    if item.level == "passage" and p.get("label"):
+        parts.append(str(p["label"]))
+    if p.get("tags"):
+        parts.append(", ".join(str(t) for t in p["tags"]))
+    labels = [str(lb.get("label", "")) for lb in p.get("labels") or () if isinstance(lb, dict)]
+    if any(labels):
+        parts.append(", ".join(lb for lb in labels if lb))
+    lines = [str(ln.get("text", "")) for ln in p.get("text_read") or () if isinstance(ln, dict)]
+    if any(lines):
+        parts.append(" ".join(ln for ln in lines if ln))
+    return ". ".join(parts)
+
+
+def shown_certainty(item: EvidenceItem) -> float:
+    """How far what `item` shows can be trusted, 0-1: 1 for a caption, tags, read text, a passage or hand-built
+    evidence; the top label's probability when an image classifier's labels are all it shows; 0 for nothing."""
+    p = item.provenance or {}
+    if "described_by" not in p or p.get("caption") or p.get("tags") or p.get("text_read") or (
+            item.level == "passage" and p.get("label")):
+        return 1.0
+    probs = [float(lb.get("p", 0.0)) for lb in p.get("labels") or () if isinstance(lb, dict)]
+    return min(max(max(probs, default=0.0), 0.0), 1.0)
+
+
 def _skip(items: Sequence[EvidenceItem], threshold: float) -> CriticDecision:
     return CriticDecision(
         kept=tuple(items), dropped=(), probabilities={i.chunk_id: 1.0 for i in items}, threshold=float(threshold),
@@ -145,11 +199,11 @@ class SimilarityCritic:
 
     def probabilities(self, question: str, items: Sequence[EvidenceItem], *,
                       item_vectors: np.ndarray | None = None, question_vector: np.ndarray | None = None) -> list[float]:
-        """P(relevant) for each item's summary given `question` (1.0 each for an empty question).
+        """P(relevant) for what each item shows (`shown_text`) given `question` (1.0 each for an empty
+        question; `UNJUDGED` for an item that shows nothing readable).
 
-        item_vectors: the items' text vectors when they are already known (unit rows, one per item, from this
-        critic's encoder; a row of zeros or NaN means unknown), e.g. the knowledge base's stored text vectors,
-        so an ask encodes only the question.
+        item_vectors: the vectors of the items' shown texts when they are already known (unit rows, one per
+        item, from this critic's encoder; a row of zeros or NaN means unknown).
         question_vector: `question`'s vector from this critic's encoder when already known (the query's own
         encoding), so an ask encodes nothing here.
         """
@@ -168,16 +222,24 @@ class SimilarityCritic:
             if item_vectors.shape != (len(items), q.shape[0]):
                 raise ValueError(f"item_vectors has shape {item_vectors.shape}; expected ({len(items)}, {q.shape[0]})")
             known = np.isfinite(item_vectors).all(axis=1) & (np.abs(item_vectors).sum(axis=1) > 0)
+        texts = [shown_text(item) for item in items]
+        readable = np.array([bool(t.strip()) for t in texts], bool)
         vectors = np.zeros((len(items), q.shape[0]), np.float32)
         if known.any():
             vectors[known] = item_vectors[known]
-        if (~known).any():
-            vectors[~known] = self._embed([i.summary for i, k in zip(items, known) if not k])
+        todo = ~known & readable
+        if todo.any():
+            vectors[todo] = self._embed([t for t, k in zip(texts, todo) if k])
         cosines = vectors @ q
-        return [
-            self.probability_from_scores(float(c), token_alignment(question, [item.summary]))
-            for c, item in zip(cosines, items)
-        ]
+        out = []
+        for c, text, k, r, item in zip(cosines, texts, known, readable, items):
+            if not (k or r):
+                out.append(UNJUDGED)
+                continue
+            sure = shown_certainty(item)
+            judged = self.probability_from_scores(float(c), token_alignment(question, [text]))
+            out.append(sure * judged + (1.0 - sure) * UNJUDGED)
+        return out
 
     def filter(self, question: str, items: Sequence[EvidenceItem], threshold: float | None = None, *,
                item_vectors: np.ndarray | None = None, question_vector: np.ndarray | None = None) -> CriticDecision:
@@ -232,10 +294,15 @@ class LMCritic:
         return 0.5
 
     def probabilities(self, question: str, items: Sequence[EvidenceItem]) -> list[float]:
-        """P(relevant) for each item (1.0 each for an empty question)."""
+        """P(relevant) for what each item shows (`shown_text`; 1.0 each for an empty question, `UNJUDGED` for
+        an item that shows nothing readable)."""
         if not (question or "").strip():
             return [1.0] * len(items)
-        return [self.probability(question, item.summary) for item in items]
+        out = []
+        for item in items:
+            text, sure = shown_text(item), shown_certainty(item)
+            out.append(sure * self.probability(question, text) + (1.0 - sure) * UNJUDGED if text.strip() else UNJUDGED)
+        return out
 
     def filter(self, question: str, items: Sequence[EvidenceItem], threshold: float | None = None) -> CriticDecision:
         """Keep items with P(relevant) > threshold (default ``config.critic_threshold``)."""

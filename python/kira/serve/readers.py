@@ -191,7 +191,8 @@ class Reader:
         return body
 
     def search(self, text: str | None, pixels: np.ndarray | None, vector: np.ndarray | None, space: str, top_k: int,
-               levels: list[str] | None, filters: Any, variant: str = "full") -> dict[str, Any]:
+               levels: list[str] | None, filters: Any, variant: str = "full", *,
+               per_document: int | None = None) -> dict[str, Any]:
         """Retrieval only (`Kira.retrieve`), as the JSON body of POST /search; ApiError 422 for a bad vector."""
         from kira.pipeline import VectorError
 
@@ -201,7 +202,7 @@ class Reader:
                 text, image=pixels, vector=vector, space=space, top_k=top_k, variant=variant, levels=levels,
                 metadata=filters.metadata if filters is not None else None,
                 tags=filters.tags if filters is not None else (),
-                doc_ids=filters.doc_ids if filters is not None else None)
+                doc_ids=filters.doc_ids if filters is not None else None, per_document=per_document)
         except VectorError as exc:
             raise ApiError(422, "bad_vector", str(exc), "send a flat list of finite numbers, as many as the index "
                            "named by `space` holds per vector") from None

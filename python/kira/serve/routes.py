@@ -125,7 +125,7 @@ async def search(request: Request) -> Any:
 
     def run(reader: Any) -> dict[str, Any]:
         return reader.search(text, _decode(image, max_pixels, side), vector, body.space, body.top_k, levels, body.filters,
-                             body.variant)
+                             body.variant, per_document=body.per_document)
 
     result = await svc.readers.submit(run)
     svc.metrics.observe_stages("/search", result["timings"])

@@ -65,6 +65,8 @@ class SearchRequest(_Strict):
     variant: str = _variant("full", "whose retrieval stages run (kira.pipeline.VARIANTS)")
     levels: list[str] | None = Field(None, description="restrict to chunks at these levels")
     filters: Filters | None = None
+    per_document: int | None = Field(None, ge=1, description="at most this many hits of one document (1: one "
+                                     "per image, not an image and its own regions); null: any number")
 
 
 class Hit(BaseModel):
