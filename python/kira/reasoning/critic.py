@@ -59,6 +59,7 @@ import numpy as np
 from kira.config import GroundingConfig
 from kira.models.protocols import LanguageModel, TextEncoder
 from kira.reasoning.protocols import CriticDecision
+from kira.reasoning.shown import shown
 from kira.reasoning.types import EvidenceItem
 from kira.reasoning.verifier import token_alignment
 
@@ -107,37 +108,17 @@ UNJUDGED = 0.5
 
 
 def shown_text(item: EvidenceItem) -> str:
-    """What an evidence item shows, as one text: caption, tags, classifier labels, text read from the image,
-    a passage's words ("" for a knowledge-base image with none of these; the summary for hand-built evidence).
-    """
-    p = item.provenance or {}
-    if "described_by" not in p:  # evidence built by hand, or a knowledge base that records no fields
-        return item.summary
-    parts: list[str] = []
-    if p.get("caption"):
-        parts.append(str(p["caption"]))
-    if item.level == "passage" and p.get("label"):
-        parts.append(str(p["label"]))
-    if p.get("tags"):
-        parts.append(", ".join(str(t) for t in p["tags"]))
-    labels = [str(lb.get("label", "")) for lb in p.get("labels") or () if isinstance(lb, dict)]
-    if any(labels):
-        parts.append(", ".join(lb for lb in labels if lb))
-    lines = [str(ln.get("text", "")) for ln in p.get("text_read") or () if isinstance(ln, dict)]
-    if any(lines):
-        parts.append(" ".join(ln for ln in lines if ln))
-    return ". ".join(parts)
+    """What an evidence item shows, as one text (`kira.reasoning.shown`: caption or passage, tags, classifier
+    labels, text read from the image, metadata; "" for a knowledge-base image with none of these; the summary
+    for hand-built evidence)."""
+    return shown(item).content_text()
 
 
 def shown_certainty(item: EvidenceItem) -> float:
-    """How far what `item` shows can be trusted, 0-1: 1 for a caption, tags, read text, a passage or hand-built
-    evidence; the top label's probability when an image classifier's labels are all it shows; 0 for nothing."""
-    p = item.provenance or {}
-    if "described_by" not in p or p.get("caption") or p.get("tags") or p.get("text_read") or (
-            item.level == "passage" and p.get("label")):
-        return 1.0
-    probs = [float(lb.get("p", 0.0)) for lb in p.get("labels") or () if isinstance(lb, dict)]
-    return min(max(max(probs, default=0.0), 0.0), 1.0)
+    """How far what `item` shows can be trusted, 0-1 (`kira.reasoning.shown.Shown.certainty`); 1 for hand-built
+    evidence, whose text is all there is to judge."""
+    view = shown(item)
+    return 1.0 if "described_by" not in (item.provenance or {}) else view.certainty
 
 
 def _skip(items: Sequence[EvidenceItem], threshold: float) -> CriticDecision:

@@ -114,11 +114,7 @@ def question_words(question: str) -> list[str]:
 
 def source_support(view: Shown) -> float:
     """1 for what a person wrote or OCR read; the top label's probability for a label-only item; 0 if nothing."""
-    if view.human_text or view.tags or view.text_read or view.metadata:
-        return 1.0
-    if view.labels:
-        return float(min(1.0, max(0.0, view.labels[0][1])))
-    return 0.0
+    return view.certainty
 
 
 def _sigmoid(x: float) -> float:

@@ -70,6 +70,16 @@ class Shown:
         return self.caption or self.passage or self.written
 
     @property
+    def certainty(self) -> float:
+        """How sure its source is, 0-1: 1 for what a person wrote (caption, passage, tags, metadata) or OCR read;
+        the top label's probability for an image known only by its classifier labels; 0 when nothing says."""
+        if self.human_text or self.tags or self.text_read or self.metadata:
+            return 1.0
+        if self.labels:
+            return float(min(1.0, max(0.0, self.labels[0][1])))
+        return 0.0
+
+    @property
     def empty(self) -> bool:
         """Whether nothing recorded says what it shows (only how it looks)."""
         return not (self.human_text or self.tags or self.labels or self.text_read or self.metadata)
