@@ -100,6 +100,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
             "image_encoder": image_identity or type(stack.image).__name__,
             "text_encoder": type(stack.text).__name__,
             "described_by": "user caption/tags" if (item.get("caption") or item.get("tags")) else "captioner",
+            **({"digest": item["digest"]} if item.get("digest") else {}),
             **({"labels": labels} if labels else {}),
             **({"text_read": read} if read else {}),
         }
