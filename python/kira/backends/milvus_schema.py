@@ -16,7 +16,9 @@ existing collection whose fields or dimensions differ from the config is refused
 from __future__ import annotations
 
 import logging
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,11 +209,60 @@ def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
             raise ImportError(f'uri {uri!r} is a Milvus Lite file, which needs milvus-lite: '
                               'pip install "kira[milvus]"') from exc
     _quiet_lite_timestamps()  # Milvus Lite's server (in-process or on a port) has no AllocTimestamp
+    started_by_others = uri.endswith(".db") and _lite_server_running(uri)
     try:
-        return pm.MilvusClient(uri=uri, token=token, timeout=timeout)
+        client = pm.MilvusClient(uri=uri, token=token, timeout=timeout)
     except pm.MilvusException as exc:
         raise ConnectionError(f"cannot reach Milvus at {uri!r}: {exc}. Check the uri and that the "
                               "server is running (a path ending in .db runs Milvus Lite in-process)") from exc
+    if uri.endswith(".db"):
+        path = os.path.abspath(uri)
+        with _LITE_LOCK:
+            if path not in _LITE_USERS and not started_by_others:
+                _LITE_OWNED.add(path)  # kira started this file's server: its last kira client stops it
+            _LITE_USERS[path] = _LITE_USERS.get(path, 0) + 1
+        client._kira_lite_file = path  # what close_client releases
+    return client
+
+
+_LITE_LOCK = threading.Lock()
+_LITE_USERS: dict[str, int] = {}  # Milvus Lite file -> kira clients open on it in this process
+_LITE_OWNED: set[str] = set()  # Lite files whose in-process server a kira client started
+
+
+def _lite_server_running(uri: str) -> bool:
+    """Whether this process already serves the Milvus Lite file `uri` (started by a client that is not kira's)."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:
+        return False
+    return os.path.abspath(uri) in getattr(server_manager_instance, "_servers", {})
+
+
+def close_client(client: Any) -> None:
+    """Close a client `connect` returned. The last kira client of a Milvus Lite file also stops the
+    in-process Lite server of that file (where a kira client started it), which releases the file's
+    lock: another process (the CLI, a server) can open the knowledge base next. Safe to call twice."""
+    path = getattr(client, "_kira_lite_file", None)
+    try:
+        client.close()
+    finally:
+        if path is not None:
+            client._kira_lite_file = None
+            with _LITE_LOCK:
+                left = _LITE_USERS.get(path, 1) - 1
+                if left > 0:
+                    _LITE_USERS[path] = left
+                else:
+                    _LITE_USERS.pop(path, None)
+                owned = left <= 0 and path in _LITE_OWNED
+                if owned:
+                    _LITE_OWNED.discard(path)
+            if owned:
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(path)
+                log.debug("released the Milvus Lite file %s", path)
 
 
 class MilvusCollection:
@@ -242,7 +293,7 @@ class MilvusCollection:
         try:
             return cls.attach(client, config, create=create)
         except BaseException:
-            client.close()
+            close_client(client)
             raise
 
     @classmethod
@@ -283,8 +334,8 @@ class MilvusCollection:
                 self.client.drop_collection(name)
 
     def close(self) -> None:
-        """Close the client (Milvus Lite keeps serving other clients of the same file)."""
-        self.client.close()
+        """Close the client (`close_client`: the last one of a Milvus Lite file releases the file)."""
+        close_client(self.client)
 
     def __enter__(self) -> "MilvusCollection":
         return self

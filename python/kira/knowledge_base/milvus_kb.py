@@ -100,7 +100,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         ImportError naming ``kira[milvus]`` without pymilvus / milvus-lite, ConnectionError
         naming the uri where no Milvus answers there.
         """
-        from kira.backends.milvus_schema import connect
+        from kira.backends.milvus_schema import close_client, connect
         from kira.profile import as_profile
 
         profile = as_profile(profile)
@@ -129,7 +129,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
             kb._apply_settings()
             kb.config, kb._profile = config, profile
         except BaseException:
-            client.close()
+            close_client(client)
             raise
         return kb
 
@@ -138,7 +138,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         """Whether a knowledge base of this name is at `uri` (or, without one, in the directory). Raises what
         connecting raises (ConnectionError naming the uri, ImportError naming ``kira[milvus]``)."""
         from kira.backends.milvus_kb_store import KbRecords
-        from kira.backends.milvus_schema import connect
+        from kira.backends.milvus_schema import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
@@ -147,7 +147,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         try:
             return KbRecords(client, name).exists()
         finally:
-            client.close()
+            close_client(client)
 
     @classmethod
     def open(cls, path_or_name: str | os.PathLike, models: Any = None, *, uri: str | None = None, token: str = "",
@@ -156,7 +156,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         where there is no such knowledge base, where its collection's schema or dimensions differ from its
         stored settings, or where `models` encodes with other models than it was built with;
         ConnectionError naming the uri where no Milvus answers; ImportError naming ``kira[milvus]``."""
-        from kira.backends.milvus_schema import connect
+        from kira.backends.milvus_schema import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None and not (local / LITE_FILE).exists():
@@ -177,7 +177,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
                 kb._check_dims(models)
             kb._seen_generation = kb.store.generation()
         except BaseException:
-            client.close()
+            close_client(client)
             raise
         return kb
 
@@ -359,14 +359,17 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         self._caches.clear()
 
     def close(self) -> None:
-        """Commit (writers), then close the client. Safe to call twice."""
+        """Commit (writers), then close the client; the last client of a Milvus Lite file in this process
+        releases the file, so another process can open the knowledge base next. Safe to call twice."""
         if self._records is None:
             return
+        from kira.backends.milvus_schema import close_client
+
         try:
             if not self.read_only:
                 self.commit()
         finally:
-            self._client.close()
+            close_client(self._client)
             self._records = None
             self._collection = None
             self._indexes = {}
@@ -377,7 +380,9 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         for name in (self.name, f"{self.name}__meta", self._records.name):
             if self._client.has_collection(name):
                 self._client.drop_collection(name)
-        self._client.close()  # closed: nothing is left to commit to
+        from kira.backends.milvus_schema import close_client
+
+        close_client(self._client)  # closed: nothing is left to commit to
         self._records, self._collection, self._indexes = None, None, {}
 
     def __enter__(self) -> MilvusKnowledgeBase:
