@@ -7,13 +7,16 @@ describing and encoding), chunk ids from the images' ordinals
 (`kira.backends.milvus_encode.chunk_id`), each document's record (source, caption, size,
 metadata, tags, provenance as the embedded store writes it) and thumbnail. The knowledge
 base's `add_image` / `ingest` and a Ray ingest actor both call it, so both write the same
-rows for the same image and ordinal. `write_items` stores a batch: chunks first (upserts by
-chunk id, a document's older chunks deleted), the document records last: a document is
-listed only once its chunks are in, and a retried batch duplicates nothing.
+rows for the same image and ordinal. `write_items` stores a batch: a journal row naming its
+documents, chunks (upserts by chunk id, a document's older chunks deleted), the document
+records, then the journal row deleted: a document is listed only once its chunks are in, a
+retried batch duplicates nothing, and chunks a crash leaves without a record are removed by
+the next writer (kira.backends.milvus_orphans).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -116,9 +119,16 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
 def write_items(collection: MilvusCollection, records: KbRecords, batch: KbBatch) -> int:
     """Store `batch`: its chunks (replacing any earlier chunks of its documents), then its document
     records. Returns the chunk rows written."""
+    from kira.backends.milvus_orphans import journal_key
+
     records.check(batch.documents)  # a document record Milvus would refuse fails the batch before any chunk is written
+    journal = journal_key(min(r.id for r in batch.records)) if batch.records else None
+    if journal is not None:  # names the documents whose chunks may be left without a record by a crash
+        records.put({journal: json.dumps(sorted(batch.chunks_per_doc))})
     written = replace_documents(collection, batch.records)
     records.put(batch.documents)
+    if journal is not None:
+        records.delete([journal])
     return written
 
 

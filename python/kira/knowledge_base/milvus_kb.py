@@ -176,6 +176,9 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
                 kb.check_models(models)
                 kb._check_dims(models)
             kb._seen_generation = kb.store.generation()
+            from kira.backends.milvus_orphans import recover
+
+            recover(kb)  # chunks a stopped writer left without a document record (kira.backends.milvus_orphans)
         except BaseException:
             close_client(client)
             raise
@@ -309,12 +312,13 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         return [item["doc_id"] for item in items]
 
     def remove(self, doc_id: str) -> None:
-        """Remove a document and all its chunks (a cascade in Milvus: every chunk with its ``doc_id``).
-        Unknown id -> ValueError."""
+        """Remove a document and all its chunks (a cascade in Milvus: every chunk with its ``doc_id``), also
+        chunks a stopped writer left without the document's record. Unknown id -> ValueError."""
+        from kira.backends.milvus_orphans import orphaned
         from kira.backends.milvus_writes import delete_documents
 
         self._writable()
-        if not self.store.has_document(doc_id):
+        if not self.store.has_document(doc_id) and not orphaned(self, [doc_id]):
             raise ValueError(f"no document {doc_id!r} in the knowledge base")
         if self._collection is not None:
             delete_documents(self._collection, [doc_id])
