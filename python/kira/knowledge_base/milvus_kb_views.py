@@ -181,6 +181,8 @@ class MilvusViews(CompoundQueries):
 
     def stats(self) -> dict[str, Any]:
         """What the knowledge base holds: documents, chunks per level, groups, index sizes, where it lives."""
+        from kira.knowledge_base.model_fallbacks import recorded_fallbacks
+
         groups = self.store.groups()
         return {
             "path": str(self.path), "uri": self.uri, "collection": self.name, "backend": "milvus",
@@ -191,4 +193,5 @@ class MilvusViews(CompoundQueries):
             "dims": json.loads(self._setting("dims", "null") or "null"),
             "generation": self.store.generation(), "adapter": None, "levels": list(self.levels),
             "models": self.built_with(), "profile": "" if self.profile.empty else (self.profile.name or "(unnamed)"),
+            "model_fallbacks": recorded_fallbacks(self),
         }
