@@ -195,11 +195,49 @@ def _quiet_lite_timestamps() -> None:
             logger.addFilter(_LiteTimestampNoise())
 
 
-def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
+MIN_SERVER = (2, 5, 0)
+"""The oldest Milvus server kira's schema runs on: its BM25 function (full-text search over the
+descriptions, `enable_analyzer`) came with Milvus 2.5.0."""
+MIN_SERVER_WITHOUT_BM25 = (2, 4, 0)
+"""With ``MilvusConfig(bm25=False)``: two vector fields in one collection (visual, text) came with 2.4.0;
+2.3 refuses the schema ("multiple vector fields is not supported")."""
+
+
+class ServerTooOld(ValueError):
+    """The Milvus server at a uri is older than kira's schema needs (the message names the version)."""
+
+
+def _version_tuple(text: str) -> tuple[int, int, int] | None:
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return (int(found[1]), int(found[2]), int(found[3] or 0)) if found else None
+
+
+def check_server(client: Any, uri: str, minimum: tuple[int, int, int] = MIN_SERVER) -> str:
+    """The server's version string, after checking it is at least `minimum`. Milvus Lite (any version: it
+    ships with kira's pinned client) passes. Raises ServerTooOld naming the version needed and why; a
+    version string kira cannot read is logged and let through (the schema check at create still speaks)."""
+    version = str(client.get_server_version())
+    if version.startswith("milvus_lite"):
+        return version
+    have = _version_tuple(version)
+    if have is None:
+        log.warning("Milvus at %s reports version %r, which kira cannot read; it needs %s or newer", uri, version,
+                    ".".join(map(str, minimum)))
+        return version
+    if have < tuple(minimum):
+        why = ("its BM25 function for full-text search over descriptions" if tuple(minimum) >= (2, 5, 0)
+               else "two vector fields (visual, text) in one collection")
+        raise ServerTooOld(f"Milvus at {uri!r} is version {version}; kira needs Milvus {minimum[0]}.{minimum[1]} or newer "
+                           f"({why}). Upgrade the server, or use Milvus Lite (a uri ending in .db)")
+    return version
+
+
+def connect(uri: str, token: str = "", timeout: float = 10.0, *, minimum: tuple[int, int, int] = MIN_SERVER) -> Any:
     """A pymilvus MilvusClient for `uri` (a ".db" path runs Milvus Lite in this process).
 
     Raises ImportError naming ``kira[milvus]`` where pymilvus (or, for a ".db" uri, milvus-lite) is
-    missing, and ConnectionError naming the uri where nothing answers there.
+    missing, ConnectionError naming the uri where nothing answers there, and ServerTooOld (a
+    ValueError) naming the version needed where the server is older than `minimum` (`check_server`).
     """
     pm = require_pymilvus()
     if uri.endswith(".db"):
@@ -215,7 +253,13 @@ def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
     except pm.MilvusException as exc:
         raise ConnectionError(f"cannot reach Milvus at {uri!r}: {exc}. Check the uri and that the "
                               "server is running (a path ending in .db runs Milvus Lite in-process)") from exc
-    if uri.endswith(".db"):
+    if not uri.endswith(".db"):
+        try:
+            check_server(client, uri, minimum)
+        except BaseException:
+            client.close()
+            raise
+    else:
         path = os.path.abspath(uri)
         with _LITE_LOCK:
             if path not in _LITE_USERS and not started_by_others:
@@ -289,7 +333,8 @@ class MilvusCollection:
         collection whose schema or dimensions differ from `config`: nothing is written),
         LookupError (no such collection and `create` is False).
         """
-        client = connect(config.uri, config.token, config.timeout)
+        client = connect(config.uri, config.token, config.timeout,
+                         minimum=MIN_SERVER if config.bm25 else MIN_SERVER_WITHOUT_BM25)
         try:
             return cls.attach(client, config, create=create)
         except BaseException:
