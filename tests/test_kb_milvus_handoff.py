@@ -1,4 +1,5 @@
-"""Milvus Lite hand-off (issue 33.5): a knowledge base closed in one process can be opened by another."""
+"""Milvus Lite hand-off (issue 33.5): a knowledge base closed in one process can be opened by another; and what
+the Milvus backend refuses clearly (store_text_pieces, issue 33 'measured gaps')."""
 
 from __future__ import annotations
 
@@ -80,3 +81,10 @@ def test_cli_ingest_with_milvus_after_a_python_process_created_and_closed_it(tmp
                            "milvus", "--quiet"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 document(s)" in proc.stdout
+
+
+def test_store_text_pieces_on_milvus_refuses_saying_why(tmp_path):
+    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(), backend="milvus") as kb:
+        kb.add_image(_photo(tmp_path / "a.png", 0))
+        with pytest.raises(ValueError, match="does not store text pieces yet.*verifier encodes the evidence"):
+            kb.store_text_pieces()

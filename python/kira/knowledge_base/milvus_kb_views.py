@@ -125,6 +125,14 @@ class MilvusViews(CompoundQueries):
     def set_adapter(self, adapter: Any) -> None:
         raise ValueError("a domain adapter is not supported on the Milvus backend yet; use an embedded knowledge base")
 
+    def store_text_pieces(self, *, batch: int = 32) -> int:
+        """Refused: the Milvus backend stores no text pieces yet (neither `ingest` nor a Ray job writes them), so
+        the grounding verifier encodes the evidence pieces it meets at ask time, with the same scores as stored
+        ones. Raises ValueError saying so."""
+        raise ValueError("store_text_pieces: the Milvus backend does not store text pieces yet; nothing to fill. "
+                         "Answers are verified all the same: the verifier encodes the evidence it cites (same "
+                         "scores, more time per ask). Use an embedded knowledge base to have them stored")
+
     def bridge(self) -> Any:
         """The TextToImageBridge fitted on the captioned documents' vectors read from Milvus, or None (fewer
         than 2 captioned documents). Fitted once per commit in each process."""
