@@ -50,6 +50,16 @@ def _caption(path: str, captions: Mapping[str, str] | None, root: str | None) ->
         return stream.read().decode("utf-8", errors="replace").strip() or None
 
 
+def _node_id() -> str:
+    """The Ray node id of this process ("" outside Ray)."""
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id()) if ray.is_initialized() else ""
+    except Exception:  # noqa: BLE001 - a Ray without a runtime context here: not on a node
+        return ""
+
+
 class KbEncodeAndWrite:
     """Ray actor: the model stack and a Milvus client, loaded once; encodes and writes batches of images."""
 
@@ -67,6 +77,7 @@ class KbEncodeAndWrite:
         self.levels, self.caption_children = tuple(options["levels"]), options["caption_children"]
         self.captions, self.root = options["captions"], options["root"]
         self.tags, self.metadata, self.max_pixels = options["tags"], options["metadata"], options["max_pixels"]
+        self.node = _node_id()  # which Ray node this actor runs on (the driver counts them)
 
     def _write(self, items: list[dict[str, Any]], ordinals: list[int]) -> dict[str, int]:
         from kira.backends.milvus_kb_writes import encode_items, write_items
@@ -112,7 +123,8 @@ class KbEncodeAndWrite:
         return {"path": np.array(paths, dtype=object), "doc_id": batch["doc_id"],
                 "status": np.array([status[p][0] for p in paths], dtype=object),
                 "reason": np.array([status[p][1] for p in paths], dtype=object),
-                "chunks": np.array([status[p][2] for p in paths], dtype=np.int64)}
+                "chunks": np.array([status[p][2] for p in paths], dtype=np.int64),
+                "node": np.array([self.node] * len(paths), dtype=object)}
 
 
 def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = None, actors: int | None = None,
@@ -170,6 +182,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     if own_ray:
         start_ray(ray, address)
     bar = _progress(len(todo), progress)
+    nodes: set[str] = set()
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False  # kira's own bar counts images
         pool = actor_pool_size(ray.available_resources(), cpus_per_actor=cpus_per_actor, requested=actors)
@@ -180,6 +193,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
                             compute=ray.data.ActorPoolStrategy(size=pool))
         for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
             summary.batches += 1
+            nodes.update(str(n) for n in batch.get("node", ()) if n)
             for path, doc_id, status, reason in zip(batch["path"], batch["doc_id"], batch["status"], batch["reason"]):
                 if status == "added":
                     summary.added.append(str(doc_id))
@@ -195,5 +209,6 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
             stop_ray(ray)
     kb.note_external_writes()  # the actors wrote: flush and publish their writes
     kb.commit()
-    log.info("ray ingest: %d added, %d skipped with %d actor(s)", len(summary.added), len(summary.skipped), pool)
+    log.info("ray ingest: %d added, %d skipped with %d actor(s) on %d node(s)", len(summary.added),
+             len(summary.skipped), pool, len(nodes))
     return summary
