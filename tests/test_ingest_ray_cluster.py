@@ -41,11 +41,13 @@ def _env() -> dict[str, str]:
     return {**os.environ, "RAY_AUTH_MODE": "disabled"}
 
 
-def _node(args: list[str], tmp) -> subprocess.Popen:
-    """`ray start ... --block`: the node lives as long as this process; terminating it stops the node."""
+def _node(args: list[str], tmp, ray_tmp: str) -> subprocess.Popen:
+    """`ray start ... --block`: the node lives as long as this process; terminating it stops the node. Its files
+    (and the ``ray_current_cluster`` address file) go to `ray_tmp`, not /tmp/ray, where a plain ``ray.init()`` of
+    another process on this machine would find this cluster."""
     with open(tmp / "ray.log", "ab") as log:
         return subprocess.Popen([_ray_cli(), "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
-                                 "--disable-usage-stats", *args], stdout=log, stderr=subprocess.STDOUT, env=_env(),
+                                 "--disable-usage-stats", "--temp-dir", ray_tmp, *args], stdout=log, stderr=subprocess.STDOUT, env=_env(),
                                 start_new_session=True)  # its own process group: stopped whole at the end
 
 
@@ -87,10 +89,13 @@ def test_a_two_node_ray_cluster_on_localhost_ingests_what_the_local_ingest_store
     names = _corpus(folder)
     port = _free_port()
     address = f"127.0.0.1:{port}"
-    nodes = [_node(["--head", "--port", str(port), "--include-dashboard=false"], tmp_path)]
+    import tempfile
+
+    ray_tmp = tempfile.mkdtemp(prefix="kira-ray-", dir="/tmp")  # short: Ray's socket paths must stay < 108 bytes
+    nodes = [_node(["--head", "--port", str(port), "--include-dashboard=false"], tmp_path, ray_tmp)]
     try:
         time.sleep(5)
-        nodes.append(_node(["--address", address], tmp_path))
+        nodes.append(_node(["--address", address], tmp_path, ray_tmp))
         _wait_for_nodes(address, 2)
         remote, local = tmp_path / "ray", tmp_path / "local"
         done = subprocess.run([sys.executable, "-m", "kira", "-v", "ingest", str(remote), str(folder), "--engine", "ray",
@@ -106,6 +111,7 @@ def test_a_two_node_ray_cluster_on_localhost_ingests_what_the_local_ingest_store
     finally:
         for proc in reversed(nodes):
             _stop(proc)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     a, b = KnowledgeBase.open(local, read_only=True), KnowledgeBase.open(remote, read_only=True)
     try:
         ids = a.store.chunk_ids()
