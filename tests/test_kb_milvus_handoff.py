@@ -86,5 +86,30 @@ def test_cli_ingest_with_milvus_after_a_python_process_created_and_closed_it(tmp
 def test_store_text_pieces_on_milvus_refuses_saying_why(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(), backend="milvus") as kb:
         kb.add_image(_photo(tmp_path / "a.png", 0))
-        with pytest.raises(ValueError, match="does not store text pieces yet.*verifier encodes the evidence"):
+        with pytest.raises(ValueError, match="not supported on the Milvus backend.*verifier encodes the evidence"):
             kb.store_text_pieces()
+
+
+def test_milvus_ingest_stores_the_text_pieces_the_embedded_one_stores(tmp_path):
+    """The local Milvus ingest (and the Ray actors, which write with the same encode_items) store each document's
+    text pieces, equal to the embedded knowledge base's; the grounding stage reads them (issue 33 gaps)."""
+    from kira.pipeline.grounding_stages import stored_piece_vectors
+
+    folder = tmp_path / "photos"
+    for n in range(3):
+        _photo(folder / f"p{n}.png", n)
+    with KnowledgeBase.create(tmp_path / "emb", models=FakeStack()) as emb, \
+            KnowledgeBase.create(tmp_path / "mil", models=FakeStack(), backend="milvus") as mil:
+        emb.ingest(folder)
+        mil.ingest(folder)
+        dim = FakeStack().text.dim
+        keys = [(d, t) for d in ("p0", "p1", "p2") for t in emb.store.descriptions([d])[d]]
+        keys += [(d, t) for (d, t) in emb.store.piece_vectors(keys, dim)]
+        want, got = emb.store.piece_vectors(keys, dim), mil.store.piece_vectors(keys, dim)
+        assert want and sorted(want) == sorted(got)
+        assert all(np.allclose(want[k], got[k], atol=1e-6) for k in want)
+        mil.remove("p0")
+        assert not mil._records.get(["piece:p0"])
+        class Item:
+            doc_id, summary = "p1", emb.store.descriptions(["p1"])["p1"][0]
+        assert stored_piece_vectors(mil, [Item()], dim)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from kira.backends.milvus_encode import CHUNKS_PER_IMAGE, chunk_id
-from kira.backends.milvus_kb_store import KbRecords, document_value, thumbnail_value
+from kira.backends.milvus_kb_store import KbRecords, document_value, piece_value, thumbnail_value
 from kira.backends.milvus_schema import MilvusCollection
 from kira.backends.milvus_writes import ChunkRecord, replace_documents
 from kira.knowledge_base.inputs import group_arg
@@ -41,12 +41,17 @@ class KbBatch:
 
 def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Sequence[int], *, chunking: Any,
                  levels: Sequence[str], caption_children: bool = False,
-                 group_size: Callable[[str, str], int] | None = None, thumbnails: bool = True) -> KbBatch:
+                 group_size: Callable[[str, str], int] | None = None, thumbnails: bool = True,
+                 pieces: bool = False, patch_pieces: bool = False) -> KbBatch:
     """Chunk, describe and encode `items` (module docstring); item i gets chunk ids from ``ordinals[i]``.
 
     group_size(kind, group id): members a group has now, the position of an item joining a
     group without one (as the embedded store numbers them). thumbnails: make the ``thumb:`` rows. Raises ValueError for an image
     with more chunks than `CHUNKS_PER_IMAGE` or a bad sequence / view argument.
+    pieces: also encode each document's text pieces (`GroundingConfig.pieces_at_ingest`; with
+    `patch_pieces`, patch chunks' too) into a ``piece:<doc id>`` row (`piece_value`), as the embedded
+    knowledge base stores them; a document whose pieces pass one row's 64 KB gets none (the verifier
+    then encodes what it cites).
     """
     from kira.knowledge_base.batch_encode import encode_batch
     from kira.knowledge_base.kb_writing import _thumbnail_png
@@ -68,6 +73,12 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
                 member[key] = pos
         groups_of.append(member)
     batch = encode_batch(stack, items, chunking, levels, caption_children=caption_children)
+    piece_rows: list[tuple[list[str], Any]] = []
+    if pieces:
+        from kira.knowledge_base.kb_writing import encode_pieces, stored_descriptions
+
+        piece_rows = encode_pieces(stack.text, stored_descriptions(items, batch.plans, batch.texts, patches=patch_pieces),
+                                   batch.texts, batch.text)
     image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
     out = KbBatch()
     vi = ti = 0
@@ -110,6 +121,10 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
         out.documents[f"doc:{doc_id}"] = document_value(
             source=item.get("source"), caption=item.get("caption"), width=w, height=h,
             metadata=dict(item.get("metadata") or {}), tags=tuple(item.get("tags", ())), provenance=provenance)
+        if piece_rows:
+            value = piece_value(*piece_rows[len(out.chunks_per_doc) - 1])
+            if value is not None:
+                out.documents[f"piece:{doc_id}"] = value
         thumb = thumbnail_value(_thumbnail_png(pixels)) if pixels is not None and thumbnails else None
         if thumb is not None:
             out.documents[f"thumb:{doc_id}"] = thumb

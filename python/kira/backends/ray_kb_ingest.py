@@ -77,13 +77,14 @@ class KbEncodeAndWrite:
         self.levels, self.caption_children = tuple(options["levels"]), options["caption_children"]
         self.captions, self.root = options["captions"], options["root"]
         self.tags, self.metadata, self.max_pixels = options["tags"], options["metadata"], options["max_pixels"]
+        self.pieces, self.patch_pieces = bool(options.get("pieces")), bool(options.get("patch_pieces"))
         self.node = _node_id()  # which Ray node this actor runs on (the driver counts them)
 
     def _write(self, items: list[dict[str, Any]], ordinals: list[int]) -> dict[str, int]:
         from kira.backends.milvus_kb_writes import encode_items, write_items
 
         batch = encode_items(self.stack, items, ordinals, chunking=self.chunking, levels=self.levels,
-                             caption_children=self.caption_children)
+                             caption_children=self.caption_children, pieces=self.pieces, patch_pieces=self.patch_pieces)
         write_items(self.collection, self.records, batch)
         return batch.chunks_per_doc
 
@@ -177,7 +178,8 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     options = {"threads": max(1, int(cpus_per_actor)), "chunking": asdict(kb.config.chunking),
                "levels": list(kb.levels), "caption_children": kb.caption_children, "captions": captions,
                "root": root, "image_encoder": image_encoder_choice(kb.built_with().get("image")),
-               "tags": tags, "metadata": metadata, "max_pixels": max_pixels}
+               "tags": tags, "metadata": metadata, "max_pixels": max_pixels,
+               "pieces": kb.config.grounding.pieces_at_ingest, "patch_pieces": kb.config.grounding.patch_pieces_at_ingest}
     own_ray = not ray.is_initialized()
     if own_ray:
         start_ray(ray, address)

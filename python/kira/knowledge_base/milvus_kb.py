@@ -303,7 +303,9 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
                                  "pick another id")
             seen.add(item["doc_id"])
         batch = encode_items(self.models, items, list(range(len(items))), chunking=self.config.chunking, levels=self.levels,
-                             caption_children=self.caption_children, group_size=self.store.group_size)
+                             caption_children=self.caption_children, group_size=self.store.group_size,
+                             pieces=self.config.grounding.pieces_at_ingest,
+                             patch_pieces=self.config.grounding.patch_pieces_at_ingest)
         first = reserve_ordinals(collection, len(items))  # only once the batch encoded: no ids wasted on errors
         batch = renumber(batch, first)
         write_items(collection, self._records, batch)
@@ -322,7 +324,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
             raise ValueError(f"no document {doc_id!r} in the knowledge base")
         if self._collection is not None:
             delete_documents(self._collection, [doc_id])
-        self._records.delete([f"doc:{doc_id}", f"thumb:{doc_id}"])
+        self._records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
         self._changed = self._unflushed = True
         self._caches.clear()
 

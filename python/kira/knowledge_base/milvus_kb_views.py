@@ -126,12 +126,12 @@ class MilvusViews(CompoundQueries):
         raise ValueError("a domain adapter is not supported on the Milvus backend yet; use an embedded knowledge base")
 
     def store_text_pieces(self, *, batch: int = 32) -> int:
-        """Refused: the Milvus backend stores no text pieces yet (neither `ingest` nor a Ray job writes them), so
-        the grounding verifier encodes the evidence pieces it meets at ask time, with the same scores as stored
-        ones. Raises ValueError saying so."""
-        raise ValueError("store_text_pieces: the Milvus backend does not store text pieces yet; nothing to fill. "
-                         "Answers are verified all the same: the verifier encodes the evidence it cites (same "
-                         "scores, more time per ask). Use an embedded knowledge base to have them stored")
+        """Refused: on the Milvus backend each document's text pieces are written with it at ingest (local and
+        Ray alike, ``piece:<doc id>`` rows, `GroundingConfig.pieces_at_ingest`); documents written without them
+        are verified all the same (the verifier encodes the evidence it cites, same scores). Raises ValueError."""
+        raise ValueError("store_text_pieces: not supported on the Milvus backend, whose ingest stores each document's "
+                         "text pieces as it writes it (GroundingConfig.pieces_at_ingest); for documents without them "
+                         "the verifier encodes the evidence it cites (same scores, more time per ask)")
 
     def bridge(self) -> Any:
         """The TextToImageBridge fitted on the captioned documents' vectors read from Milvus, or None (fewer
