@@ -147,6 +147,26 @@ def write_items(collection: MilvusCollection, records: KbRecords, batch: KbBatch
     return written
 
 
+def add_items(kb: Any, collection: MilvusCollection, items: Sequence[Mapping[str, Any]]) -> None:
+    """`MilvusKnowledgeBase._add_images`: refuse a doc id stored or repeated (ValueError, nothing written), encode
+    the batch with the knowledge base's settings, reserve its ordinals (only once it encoded: no ids wasted on
+    errors) and write it."""
+    from kira.backends.milvus_writes import reserve_ordinals
+
+    seen: set[str] = set()
+    stored = kb._records.get([f"doc:{item['doc_id']}" for item in items])  # one round trip for the batch
+    for item in items:
+        if item["doc_id"] in seen or f"doc:{item['doc_id']}" in stored:
+            raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or "
+                             "pick another id")
+        seen.add(item["doc_id"])
+    grounding = kb.config.grounding
+    batch = encode_items(kb.models, items, list(range(len(items))), chunking=kb.config.chunking, levels=kb.levels,
+                         caption_children=kb.caption_children, group_size=kb.store.group_size,
+                         pieces=grounding.pieces_at_ingest, patch_pieces=grounding.patch_pieces_at_ingest)
+    write_items(collection, kb._records, renumber(batch, reserve_ordinals(collection, len(items))))
+
+
 def renumber(batch: KbBatch, first: int) -> KbBatch:
     """`batch`, encoded with ordinals 0..n-1, moved to the ordinals first..first+n-1 (in place; returned)."""
     shift = int(first) * CHUNKS_PER_IMAGE

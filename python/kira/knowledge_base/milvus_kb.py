@@ -288,27 +288,12 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
             raise ValueError(f"{self.name} is closed; open it again with KnowledgeBase.open")
 
     def _add_images(self, items: list[dict[str, Any]]) -> list[str]:
-        """Encode and store a batch (`kira.backends.milvus_kb_writes`); a duplicate doc id -> ValueError,
-        nothing written."""
-        from kira.backends.milvus_kb_writes import encode_items, renumber, write_items
-        from kira.backends.milvus_writes import reserve_ordinals
+        """Encode and store a batch (`kira.backends.milvus_kb_writes.add_items`); a duplicate doc id ->
+        ValueError, nothing written."""
+        from kira.backends.milvus_kb_writes import add_items
 
         self._writable()
-        collection = self._ensure_chunks()
-        seen: set[str] = set()
-        stored = self._records.get([f"doc:{item['doc_id']}" for item in items])  # one round trip for the batch
-        for item in items:
-            if item["doc_id"] in seen or f"doc:{item['doc_id']}" in stored:
-                raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or "
-                                 "pick another id")
-            seen.add(item["doc_id"])
-        batch = encode_items(self.models, items, list(range(len(items))), chunking=self.config.chunking, levels=self.levels,
-                             caption_children=self.caption_children, group_size=self.store.group_size,
-                             pieces=self.config.grounding.pieces_at_ingest,
-                             patch_pieces=self.config.grounding.patch_pieces_at_ingest)
-        first = reserve_ordinals(collection, len(items))  # only once the batch encoded: no ids wasted on errors
-        batch = renumber(batch, first)
-        write_items(collection, self._records, batch)
+        add_items(self, self._ensure_chunks(), items)
         self._changed = self._unflushed = True
         self._caches.clear()
         return [item["doc_id"] for item in items]
