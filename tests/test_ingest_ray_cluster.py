@@ -4,6 +4,8 @@ what the local ingest stores."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shutil
 import socket
@@ -120,6 +122,14 @@ def test_a_two_node_ray_cluster_on_localhost_ingests_what_the_local_ingest_store
             np.testing.assert_allclose(a.index(space).get_vectors(ids), b.index(space).get_vectors(ids), atol=1e-5)
         assert a.store.chunks(ids) == b.store.chunks(ids)
         assert sorted(b.documents()) == sorted(names) and a.documents() == b.documents()
+        pieces = [f"piece:{d}" for d in names]  # text pieces: written by the actors as by the local ingest
+        stored_a, stored_b = a._records.get(pieces), b._records.get(pieces)
+        assert sorted(stored_a) == sorted(stored_b) and len(stored_a) >= len(names) - 2
+        for key in stored_a:
+            ja, jb = json.loads(stored_a[key]), json.loads(stored_b[key])
+            assert ja["texts"] == jb["texts"]
+            va = np.frombuffer(base64.b64decode(ja["vectors"]), "<f4")
+            np.testing.assert_allclose(va, np.frombuffer(base64.b64decode(jb["vectors"]), "<f4"), atol=1e-5)
     finally:
         a.close()
         b.close()
