@@ -90,6 +90,7 @@ class KbEncodeAndWrite:
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from kira.images import ImageError
+        from kira.knowledge_base.ingest import file_digest
         from kira.knowledge_base.inputs import clean_text, tags_arg
 
         status: dict[str, tuple[str, str, int]] = {}
@@ -105,7 +106,8 @@ class KbEncodeAndWrite:
                 status[path] = ("skipped", str(exc), 0)
                 continue
             items.append({"pixels": pixels, "doc_id": doc_id, "caption": clean_text(caption, f"the caption of {path}"),
-                          "tags": tags, "metadata": metadata, "source": path, "sequence": None, "view": None})
+                          "tags": tags, "metadata": metadata, "source": path, "sequence": None, "view": None,
+                          "digest": file_digest(path) if "://" not in path else None})
             ordinals.append(int(ordinal))
         try:
             counts = self._write(items, ordinals) if items else {}
@@ -145,7 +147,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     kira.knowledge_base.ingest logs at INFO). Raises ValueError for an embedded knowledge base
     (naming the fix), a read-only one, or batch_size < 1; ImportError naming ``kira[ray]``.
     """
-    from kira.knowledge_base.ingest import IngestSummary, _progress
+    from kira.knowledge_base.ingest import IngestSummary, _changed, _progress, file_digest
 
     if getattr(kb, "backend", "embedded") != "milvus":
         raise ValueError(f"{kb.path} is an embedded knowledge base; --engine ray writes to a knowledge base created "
@@ -162,10 +164,15 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     stored = set(kb._records.get([f"doc:{d}" for _, d in listed]))
     todo = []
     for path, doc_id in listed:
-        if f"doc:{doc_id}" in stored:
-            summary.skipped.append((path, f"document id {doc_id!r} is already in the knowledge base"))
-        else:
+        if f"doc:{doc_id}" not in stored:
             todo.append((path, doc_id))
+            continue
+        try:  # as the local ingest: unchanged files counted, a changed one reported (a uri: by its source)
+            change = _changed(kb, doc_id, Path(path) if "://" not in path else path,
+                              file_digest(path) if "://" not in path else "")
+        except OSError as exc:
+            change = f"cannot read it ({exc.strerror or exc})"
+        (summary.unchanged.append(doc_id) if change is None else summary.skipped.append((path, change)))
     if not todo:
         return summary
     collection = kb._ensure_chunks()  # dims and the models' identity are stored before any actor writes
