@@ -14,7 +14,7 @@ def test_paper_constants():
     assert (c.hops.temporal_decay, c.hops.multiview_decay) == (0.8, 0.7)
     assert c.chunking.region_k_sigma == 0.5
     assert c.grounding.critic_threshold == 0.1 and c.grounding.hallucination_threshold == 0.3
-    assert (c.adaptation.projection_in, c.adaptation.projection_out, c.adaptation.triplet_margin) == (768, 256, 0.3)
+    assert (c.adaptation.projection_out, c.adaptation.triplet_margin) == (256, 0.3)
 
 
 def test_json_round_trip_and_replace():
@@ -34,8 +34,11 @@ def test_retired_fields_of_older_knowledge_bases_are_ignored():
     from kira.config import RETIRED_FIELDS
 
     assert ("retrieval", "text_overfetch") in RETIRED_FIELDS
-    loaded = KiraConfig.from_dict({"retrieval": {"text_overfetch": 4, "candidates": 30}})
+    loaded = KiraConfig.from_dict({"retrieval": {"text_overfetch": 4, "candidates": 30},
+                                   "chunking": {"dino_patch_size": 8}, "grounding": {"max_evidence": 5},
+                                   "adaptation": {"projection_in": 768}})
     assert loaded.retrieval.candidates == 30 and not hasattr(loaded.retrieval, "text_overfetch")
+    assert loaded == KiraConfig().replace(retrieval=loaded.retrieval)
 
 
 @pytest.mark.parametrize("data, error, where", [
@@ -44,7 +47,7 @@ def test_retired_fields_of_older_knowledge_bases_are_ignored():
     ({"chunking": {"region_connectivity": 5}}, ValueError, "chunking.region_connectivity"),
     ({"retrieval": {"visual_weight": 1.5}}, ValueError, "retrieval.visual_weight"),
     ({"retrieval": {"fine_grained": 1}}, TypeError, "retrieval.fine_grained"),
-    ({"grounding": {"max_evidence": 2.0}}, TypeError, "grounding.max_evidence"),
+    ({"retrieval": {"critic_candidates_per_result": 2.0}}, TypeError, "retrieval.critic_candidates_per_result"),
     ({"grounding": {"critic_threshold": float("nan")}}, ValueError, "grounding.critic_threshold"),
     ({"adaptation": {"epochs": True}}, TypeError, "adaptation.epochs"),
     ({"seed": -1}, ValueError, "seed"),

@@ -48,7 +48,12 @@ def _check_results(out, summary):
     assert 0.0 <= full["precision@5"] <= 1.0 and 0.0 <= full["domain_correctness"] <= 1.0
     # the verifier runs only from "grounded" on, so visual-only answers carry no grounding score
     assert data["variants"]["visual_only"]["grounding"] is None and full["grounding"] is not None
-    assert full["completeness"] == 1.0
+    # every answer that did not abstain explains itself fully; an abstention has no claims to ground (with the
+    # fake stack's 64-d bag-of-words text encoder, relevance cannot tell much, so several abstain)
+    answers = [q for q in data["questions"]["satellite"] if q["variant"] == "full"]
+    assert all(q["scores"]["completeness"] == 1.0 or q["answer"].startswith("Nothing in this knowledge base matches")
+               for q in answers)
+    assert any(q["scores"]["completeness"] == 1.0 for q in answers)
     low, high = data["intervals"]["variants"]["full"]["precision@5"]
     assert low <= full["precision@5"] <= high
     assert len(data["questions"]["satellite"]) == 2 * 12

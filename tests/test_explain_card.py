@@ -106,7 +106,7 @@ def test_validator_reports_problems() -> None:
 
 def test_text_card_shows_every_part() -> None:
     text = _full_card().to_text()
-    for needle in ("[Evidence 1]", "HALLUCINATION RISK", "hop 2: ids [9]", "Stopped because: confidence",
+    for needle in ("[Evidence 1]", "HALLUCINATION RISK", "hop 2: 1 chunk confidence", "Stopped because: confidence",
                    "Critic: kept 2 (7, 9), dropped 1 (3)", "Dropped by the critic (1)", "retrieve 1.50",
                    "concept: consolidation", "Completeness: 1.00"):
         assert needle in text
@@ -118,7 +118,7 @@ def test_html_is_self_contained_and_escapes_user_text() -> None:
     page = _full_card().to_html()
     assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>")
     assert "<script>" not in page and "&lt;script&gt;" in page
-    assert not re.search(r"(src|href)=['\"](?!data:)", page)  # nothing fetched from outside
+    assert not re.search(r"(src|href)=['\"](?!data:|#)", page)  # nothing fetched from outside (#: links within)
     assert page.count("data:image/png;base64,") == 2  # query image + the one evidence thumbnail
     for needle in ("hallucination risk", "hop 2", "threshold 0.1", "retrieve", "Dropped by the critic"):
         assert needle in page

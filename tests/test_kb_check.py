@@ -20,11 +20,12 @@ def kb_path(tmp_path):
 
 def _tamper(kb_path, doc: str) -> int:
     """Overwrite one document chunk's stored visual vector with another valid vector (a page
-    that still parses)."""
+    that still parses), in a knowledge base stored before kira wrote vector digests (its
+    digests are cleared: tests/test_kb_check_digests.py has the case with them)."""
     conn = sqlite3.connect(kb_path / "kira.sqlite")
     chunk = conn.execute("SELECT id FROM chunks WHERE doc_id = ? AND level = 'document'", (doc,)).fetchone()[0]
     vector = np.random.default_rng(0).standard_normal(48).astype("<f4")
-    conn.execute("UPDATE chunks SET visual = ? WHERE id = ?", (vector.tobytes(), chunk))
+    conn.execute("UPDATE chunks SET visual = ?, digest = NULL WHERE id = ?", (vector.tobytes(), chunk))
     conn.commit()
     conn.close()
     return chunk
@@ -35,7 +36,7 @@ def test_a_sound_knowledge_base_checks_clean(kb_path):
     assert report.ok and report.checked["visual index rows"] > 0 and "integrity ok" in report.checked["database"]
 
 
-def test_a_tampered_vector_is_found_and_repaired(kb_path, capsys):
+def test_a_tampered_vector_without_a_digest_is_found_and_repaired(kb_path, capsys):
     chunk = _tamper(kb_path, "cat")
     report = check(kb_path)
     assert not report.ok

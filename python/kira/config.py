@@ -105,7 +105,6 @@ class ChunkingConfig(_Checked):
     region_min_cells: int = _f(1, 1)  # drop components smaller than this many grid cells
     max_regions: int = _f(8, 1)  # keep the highest-scoring regions per image
     patch_grid: int = _f(4, 1)  # patches form a patch_grid x patch_grid grid per image
-    dino_patch_size: int = _f(8, 1)  # DINO ViT-S/8 patch size, pixels
 
 
 @dataclass(frozen=True)
@@ -173,7 +172,6 @@ class GroundingConfig(_Checked):
     critic_slope: float = _f(15.0, 0)
     critic_midpoint: float = _f(0.45, -1, 1)
     critic_overlap_weight: float = _f(2.0, 0)
-    max_evidence: int = _f(5, 1)  # items in the evidence pack handed to the generator
     # Text pieces (what the verifier compares claims with) encoded at ingest, so an ask encodes only its claims;
     # off: a faster bulk ingest (the pieces cost ~0.1 CPU-s per uncaptioned photo), KnowledgeBase.store_text_pieces()
     # fills them in later, and until then the verifier encodes the evidence it meets (same scores)
@@ -189,7 +187,6 @@ class AdaptationConfig(_Checked):
 
     _section: ClassVar[str] = "adaptation"
 
-    projection_in: int = _f(768, 1)  # CLIP ViT-L/14 feature size (the default encoder's otherwise)
     projection_out: int = _f(256, 1)
     triplet_margin: float = _f(0.3, 0)
     epochs: int = _f(50, 1)
@@ -252,6 +249,9 @@ class KiraConfig(_Checked):
 
 RETIRED_FIELDS: dict[tuple[str, str], str] = {
     ("retrieval", "text_overfetch"): "path B's search caps chunks per document itself (kira._core.GroupMap)",
+    ("chunking", "dino_patch_size"): "never read: each image encoder carries its own patch geometry",
+    ("grounding", "max_evidence"): "never read: the evidence pack is what the critic keeps (grounding.critic_*)",
+    ("adaptation", "projection_in"): "never read: the projection head takes the knowledge base's vector width",
     **{("hops", name): "another subject's evidence is never read into this subject's answer (kira.reasoning.subject)"
        for name in ("change_by_analogy", "change_min_share", "analogy_min_cosine", "change_along_finding",
                     "finding_min_share", "finding_min_documents", "finding_stable_share", "read_silent_views",

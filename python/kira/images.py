@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,28 +56,47 @@ def load_image(image: ImageLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     if hasattr(image, "convert") and hasattr(image, "size"):  # PIL image
         w, h = image.size
         _check_size(w, h, max_pixels, "image")
-        return _from_pil(image, max_pixels)
+        try:
+            return _from_pil(image, max_pixels)
+        except (OSError, SyntaxError, ValueError) as exc:  # decoding a lazily loaded file fails here
+            if isinstance(exc, ImageError):
+                raise
+            raise ImageError(f"cannot decode the image: {plain_error(exc)}") from exc
     raise ImageError(
         f"cannot use {type(image).__name__} as an image: pass a file path, a PIL image, "
         "or a numpy array of shape (h, w) or (h, w, 3)"
     )
 
 
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
+def plain_error(exc: BaseException) -> str:
+    """`exc`'s message for a person: Python object reprs (``<_io.BytesIO object at 0x...>``, which Pillow
+    prints for in-memory files) become "the image"."""
+    return _OBJECT_REPR.sub("the image", str(exc)) or type(exc).__name__
+
+
 def _check_size(w: int, h: int, max_pixels: int, what: str) -> None:
     if w < MIN_SIDE or h < MIN_SIDE:
         raise ImageError(f"{what} is empty ({w}x{h} pixels)")
-    if w > MAX_SIDE or h > MAX_SIDE or w * h > max_pixels:
-        raise ImageError(
-            f"{what} is {w}x{h} = {w * h:,} pixels, over the limit of {max_pixels:,} "
-            f"(or {MAX_SIDE} per side); downscale it first or raise max_pixels"
-        )
+    if w > MAX_SIDE or h > MAX_SIDE:
+        raise ImageError(f"{what} is {w}x{h} pixels: {max(w, h):,} on a side, over the limit of {MAX_SIDE:,} per "
+                         "side; crop or downscale it first")
+    if w * h > max_pixels:
+        raise ImageError(f"{what} is {w}x{h} = {w * h:,} pixels, over the limit of {max_pixels:,}; downscale it "
+                         "first or raise max_pixels")
 
 
 def _load_path(path: Path, max_pixels: int) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
-    if not path.is_file():
+    if not path.exists():
         raise ImageError(f"no such image file: {path}")
+    if path.is_dir():
+        raise ImageError(f"{path} is a directory, not an image file; pass the files in it (or ingest the folder)")
+    if not path.is_file():
+        raise ImageError(f"{path} is not a regular file (a device, pipe or socket); pass an image file")
     if _is_dicom(path):
         from kira.images_dicom import load_dicom
 
@@ -91,7 +111,7 @@ def _load_path(path: Path, max_pixels: int) -> np.ndarray:
     except ImageError:
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise ImageError(f"cannot read image {path}: {exc}") from exc
+        raise ImageError(f"cannot read image {path}: {plain_error(exc)}") from exc
     except Image.DecompressionBombError as exc:  # pragma: no cover - caught by _check_size first
         raise ImageError(f"refused {path}: {exc}") from exc
 
@@ -139,7 +159,8 @@ def _from_pil(im: Any, max_pixels: int) -> np.ndarray:
     """A PIL image, upright by its EXIF orientation, as uint8 RGB; deeper than 8 bits: rescaled."""
     from PIL import ImageOps
 
-    im = ImageOps.exif_transpose(im)
+    if im.getexif().get(0x0112, 1) not in (0, 1):  # turned by EXIF; exif_transpose would copy an upright one too
+        im = ImageOps.exif_transpose(im)
     if im.mode in _HIGH_DEPTH_MODES:
         a = np.asarray(im)
         if im.mode == "F":
@@ -147,7 +168,8 @@ def _from_pil(im: Any, max_pixels: int) -> np.ndarray:
                 raise ImageError("image contains NaN or inf pixels; clean it before adding")
             return _from_array(_rescale_float(a), max_pixels)
         return _from_array(a.astype(np.int64), max_pixels)  # never wrap: above 255 or below 0 is rescaled or clipped
-    return np.ascontiguousarray(np.asarray(im.convert("RGB"), dtype=np.uint8))
+    # RGB already: no converted copy (a 64-megapixel image is 256 MB as Pillow holds it, 192 MB as an array)
+    return np.ascontiguousarray(np.asarray(im if im.mode == "RGB" else im.convert("RGB"), dtype=np.uint8))
 
 
 def _rescale_float(a: np.ndarray) -> np.ndarray:

@@ -294,7 +294,7 @@ def plot_training_curves(history: TrainingHistory, path: str, *, title: str = "p
 
     Raises ImportError naming the `demo` extra when matplotlib is missing.
     """
-    from kira.eval.figures import atomic_savefig, pyplot
+    from kira.figures import atomic_savefig, pyplot
 
     plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.4))

@@ -54,7 +54,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
     then encodes what it cites).
     """
     from kira.knowledge_base.batch_encode import encode_batch
-    from kira.knowledge_base.kb_writing import _thumbnail_png
+    from kira.knowledge_base.kb_writing import _thumbnail_png, stored_source
 
     if len(ordinals) != len(items):
         raise ValueError(f"{len(items)} items but {len(ordinals)} ordinals")
@@ -109,8 +109,9 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
         out.chunks_per_doc[doc_id] = j
         h, w = pixels.shape[:2] if pixels is not None else (0, 0)
         labels, read = batch.labels.get(doc_id), batch.read_lines.get(doc_id)
+        source = stored_source(item.get("source"))
         provenance = {
-            "source": item.get("source") or "(in memory)",
+            "source": source or "(in memory)",
             "image_encoder": image_identity or type(stack.image).__name__,
             "text_encoder": type(stack.text).__name__,
             "described_by": "user caption/tags" if (item.get("caption") or item.get("tags")) else "captioner",
@@ -119,7 +120,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
             **({"text_read": read} if read else {}),
         }
         out.documents[f"doc:{doc_id}"] = document_value(
-            source=item.get("source"), caption=item.get("caption"), width=w, height=h,
+            source=source, caption=item.get("caption"), width=w, height=h,
             metadata=dict(item.get("metadata") or {}), tags=tuple(item.get("tags", ())), provenance=provenance)
         if piece_rows:
             value = piece_value(*piece_rows[len(out.chunks_per_doc) - 1])

@@ -184,12 +184,48 @@ class _LiteTimestampNoise(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
         return not ("Method not implemented" in text or "failed to get mvccTs" in text
-                    or (record.exc_info is not None and "AllocTimestamp" in str(record.exc_info[1])))
+                    or (error is not None and "AllocTimestamp" in str(error))
+                    # a Lite file open in another process: `connect` says so in its own error
+                    or (error is not None and _locked_cause(error)))
+
+
+def _locked_cause(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is Milvus Lite's "another process holds the lock"."""
+    while error is not None:
+        if type(error).__name__ == "DataDirLockedError":
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _held_by_another_process(lite_dir: str) -> bool:
+    """Whether another process holds Milvus Lite's lock on the data directory `lite_dir` (probed after
+    this process failed to start a server there, so the lock is not this process's own)."""
+    import os
+
+    lock = os.path.join(lite_dir, "LOCK")
+    if not os.path.isfile(lock):
+        return False
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return False
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _quiet_lite_timestamps() -> None:
-    for name in ("grpc._server", "pymilvus.client.iterator.query_iterator"):
+    for name in ("grpc._server", "pymilvus.client.iterator.query_iterator", "milvus_lite.server_manager"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _LiteTimestampNoise) for f in logger.filters):
             logger.addFilter(_LiteTimestampNoise())
@@ -251,6 +287,11 @@ def connect(uri: str, token: str = "", timeout: float = 10.0, *, minimum: tuple[
     try:
         client = pm.MilvusClient(uri=uri, token=token, timeout=timeout)
     except pm.MilvusException as exc:
+        if uri.endswith(".db") and _held_by_another_process(uri):
+            raise ConnectionError(f"the Milvus Lite file {uri!r} is open in another process (Milvus Lite lets one "
+                                  "process at a time use it): stop that process (a `kira serve` or `kira ingest` "
+                                  "on it), or use a Milvus server (--uri http://host:19530) to share a knowledge "
+                                  "base between processes") from None
         raise ConnectionError(f"cannot reach Milvus at {uri!r}: {exc}. Check the uri and that the "
                               "server is running (a path ending in .db runs Milvus Lite in-process)") from exc
     if not uri.endswith(".db"):

@@ -1,35 +1,7 @@
-"""Matplotlib (Agg) helpers for the benchmark's PNG figures: lazy import, atomic writes."""
+"""The benchmark's figure helpers: `kira.figures` (kept here so `kira.eval` imports keep working)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-from typing import Any
+from kira.figures import atomic_savefig, pyplot
 
-
-def pyplot() -> Any:
-    """matplotlib.pyplot on the Agg backend. Raises ImportError naming the `demo` extra."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=True)
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover
-        raise ImportError("figures need matplotlib: pip install 'kira[demo]'") from exc
-    return plt
-
-
-def atomic_savefig(fig: Any, path: str | os.PathLike[str], dpi: int = 110) -> Path:
-    """Save `fig` as PNG to a temp file beside `path`, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=dpi, format="png")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+__all__ = ["atomic_savefig", "pyplot"]

@@ -102,6 +102,20 @@ class RationaleCard:
         return to_html(self)
 
 
+def notice(card: RationaleCard) -> tuple[str, str]:
+    """What a card opens with: ("nomatch", the abstention text) when nothing in the evidence matched,
+    ("low", a warning) when the answer's confidence is below `LOW_CONFIDENCE`, else ("", "")."""
+    from kira.reasoning.relevance import LOW_CONFIDENCE
+
+    answer = card.answer
+    if answer.abstained:
+        return "nomatch", answer.plain_text
+    if answer.confidence is not None and answer.confidence < LOW_CONFIDENCE:
+        return "low", (f"Low confidence ({answer.confidence:.2f}): the evidence only partly matches the question; "
+                       "check the evidence below before relying on the answer.")
+    return "", ""
+
+
 def hop_dict(hop: Any, position: int) -> dict[str, Any]:
     """A hop as ``{"hop", "ids", "confidence", ...}`` from a dict or an object with ``.ids`` / ``.confidence``."""
     if isinstance(hop, dict):

@@ -20,7 +20,7 @@ from kira.reasoning.types import Answer, Claim, EvidenceItem
 if TYPE_CHECKING:
     from kira.explain.card import RationaleCard
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: notice, answer.confidence, answer.abstained
 
 _NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}
 _INT_LIST: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
@@ -67,6 +67,7 @@ JSON_SCHEMA: dict[str, Any] = {
     "title": "kira rationale card",
     "type": "object",
     "required": [
+        "notice",
         "schema_version",
         "question",
         "has_query_image",
@@ -84,13 +85,21 @@ JSON_SCHEMA: dict[str, Any] = {
         "missing_fields",
     ],
     "properties": {
+        "notice": {
+            "type": ["object", "null"],
+            "description": "what the card opens with: kind 'nomatch' (the answer abstained) or 'low' (low "
+                           "confidence), and its text; null when neither",
+            "required": ["kind", "text"],
+            "properties": {"kind": {"enum": ["nomatch", "low"]}, "text": {"type": "string"}},
+        },
         "schema_version": {"type": "string", "const": SCHEMA_VERSION},
         "question": {"type": ["string", "null"]},
         "has_query_image": {"type": "boolean"},
         "variant": {"type": "string"},
         "answer": {
             "type": "object",
-            "required": ["text", "plain_text", "reasoning", "claims", "citations", "grounding", "generator"],
+            "required": ["text", "plain_text", "reasoning", "claims", "citations", "grounding", "generator",
+                         "confidence", "abstained"],
             "properties": {
                 "text": {"type": "string", "description": "with inline [Evidence N] markers"},
                 "plain_text": {"type": "string", "description": "markers removed"},
@@ -99,6 +108,10 @@ JSON_SCHEMA: dict[str, Any] = {
                 "citations": {**_INT_LIST, "description": "sorted unique evidence numbers cited"},
                 "grounding": {**_NUM_OR_NULL, "description": "mean claim grounding"},
                 "generator": {"type": "string"},
+                "confidence": {**_NUM_OR_NULL, "description": "0-1: how far the evidence supports an answer; "
+                               "null when unmeasured (docs/reasoning.md)"},
+                "abstained": {"type": "boolean", "description": "true when nothing in the evidence matches the "
+                              "question: the text says so and names the closest items"},
             },
         },
         "evidence": {"type": "array", "items": _EVIDENCE_SCHEMA},
@@ -199,6 +212,8 @@ def answer_dict(answer: Answer) -> dict[str, Any]:
         "citations": list(answer.citations),
         "grounding": _num(answer.grounding),
         "generator": answer.generator,
+        "confidence": _num(answer.confidence),
+        "abstained": bool(answer.abstained),
     }
 
 
@@ -223,8 +238,12 @@ def _critic_dict(critic: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def to_dict(card: RationaleCard) -> dict[str, Any]:
-    """The card as data following `JSON_SCHEMA`."""
+    """The card as data following `JSON_SCHEMA`; it opens with the notice (no match, low confidence)."""
+    from kira.explain.card import notice
+
+    kind, text = notice(card)
     return {
+        "notice": {"kind": kind, "text": text} if kind else None,
         "schema_version": SCHEMA_VERSION,
         "question": card.question if card.question else None,
         "has_query_image": card.query_image is not None,

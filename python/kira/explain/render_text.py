@@ -35,7 +35,17 @@ def bounded(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
 
 
 def _evidence_plain(item: EvidenceItem) -> str:
-    return f"  [Evidence {item.number}] {item.doc_id}: {bounded(item.summary) or '(no description)'}"
+    """One evidence line: what the item shows, then how it looks (kira.reasoning.shown); a hand-built
+    item's summary as written."""
+    from kira.reasoning.field_answer import fact_phrases
+    from kira.reasoning.shown import shown
+
+    if "described_by" not in (item.provenance or {}):
+        return f"  [Evidence {item.number}] {item.doc_id}: {bounded(item.summary) or '(no description)'}"
+    view = shown(item)
+    shows = "; ".join(([view.human_text] if view.human_text else []) + fact_phrases(view, appearance=False))
+    line = f"  [Evidence {item.number}] {item.doc_id}: shows {bounded(shows) if shows else 'nothing recorded'}"
+    return line + (f"\n      looks: {bounded(', '.join(view.looks))}" if view.looks else "")
 
 
 def _evidence_detail(item: EvidenceItem, label: str) -> str:
@@ -44,17 +54,28 @@ def _evidence_detail(item: EvidenceItem, label: str) -> str:
     return f"  {label} doc={item.doc_id} level={item.level} score={item.score:.3f} paths={paths}{box}"
 
 
+def _chunks(n: int) -> str:
+    return f"{n} chunk{'' if n == 1 else 's'}"
+
+
 def to_text(card: RationaleCard) -> str:
     """The card as readable text: the question, the answer and its evidence first; then the
     diagnostics (grounding scores, reasoning, claims, scores and paths of each item, what the
     critic dropped, numbered apart as [Dropped N], the retrieval trail, timings)."""
+    from kira.explain.card import notice
+
     lines: list[str] = ["KIRA RATIONALE CARD", _RULE]
+    kind, text = notice(card)
+    if kind:
+        lines += [("NO MATCH: " if kind == "nomatch" else "LOW CONFIDENCE: ") + text, _RULE]
     question = (card.question or "").strip()
     lines.append(f"Question: {question or '(none)'}")
     if card.query_image is not None:
         h, w = card.query_image.shape[:2]
         lines.append(f"Query image: {w}x{h} thumbnail")
     lines += [_RULE, "Answer:", f"  {card.answer.text}"]
+    if card.answer.confidence is not None:
+        lines.append(f"  (confidence {card.answer.confidence:.2f})")
     lines += ["", f"Evidence ({len(card.pack.items)}):"]
     lines += [_evidence_plain(i) for i in card.pack.items] or ["  (none)"]
     if card.pack.similar:
@@ -92,8 +113,10 @@ def to_text(card: RationaleCard) -> str:
         lines.append("Hops:")
         for n, hop in enumerate(card.hops, start=1):
             conf = hop.get("confidence")
+            found = (", ".join(str(d) for d in hop["documents"]) if hop.get("documents")
+                     else _chunks(len(list(hop.get('ids', [])))))
             lines.append(
-                f"  hop {hop.get('hop', n)}: ids {list(hop.get('ids', []))} "
+                f"  hop {hop.get('hop', n)}: {found} "
                 f"confidence {_fmt(None if conf is None else float(conf))}"
             )
     if card.stop_reason:

@@ -45,7 +45,12 @@ class EncodedBatch:
 def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: ChunkingConfig, levels: Sequence[str],
                  *, caption_children: bool = False) -> EncodedBatch:
     """Chunk, describe and encode `items` (mappings with ``doc_id``, ``pixels`` (uint8 RGB or None),
-    ``caption``, ``tags`` and optionally ``passages``) with the model `stack` (module docstring)."""
+    ``caption``, ``tags`` and optionally ``passages`` and ``metadata``) with the model `stack` (module docstring).
+    Each item's doc id and metadata are checked first (`kira.knowledge_base.inputs.check_items`: ValueError or
+    TypeError naming the problem; metadata is converted in place)."""
+    from kira.knowledge_base.inputs import check_items
+
+    check_items(items)  # type: ignore[arg-type]  # the items are the writers' dicts
     plans: list[ImagePlan | None] = []
     crops: list[np.ndarray] = []
     texts: list[str] = []

@@ -2,8 +2,13 @@
 
 What is checked, in order:
 
+0. the settings files: ``config.json`` present and a kira configuration, ``profile.json`` a
+   valid domain profile (a missing or broken one is never replaced by defaults in silence);
 1. the database: SQLite's own ``PRAGMA quick_check`` and foreign keys, the schema version;
-2. every stored vector: the right byte length, finite, not all zeros;
+2. every stored vector: the right byte length, finite, not all zeros, a norm float32 can
+   square, and (schema 4 on) the same bytes as the digest written with its chunk: a vector
+   rewritten inside the database is found here, before a repair could copy it into an index.
+   Chunks stored before kira wrote digests have none; the report says how many;
 3. the index files: present, readable (the core verifies their checksums), of the
    dimension the manifest names, and the manifest's generation and id digests against
    the database;
@@ -15,9 +20,12 @@ What is checked, in order:
 
 Each finding says what ``--repair`` would do. Repair (`check(path, repair=True)`, which
 takes the writer lock) rebuilds the index files from the stored vectors, leaving out the
-vectors that are damaged (their documents are named: add them again), and removes
-leftovers. It never changes the database: what the database lost is not recoverable from
-the indexes, which are a cache of it.
+vectors that are damaged (their documents are named: add them again), removes leftovers and
+writes a missing ``config.json`` with the default constants (saying so). It never changes
+the database: what the database lost is not recoverable from the indexes, which are a cache
+of it. Then it checks again: `CheckReport.remaining` holds what repair could not fix.
+
+A Milvus-backed knowledge base is checked by `kira.knowledge_base.check_milvus`.
 """
 
 from __future__ import annotations
@@ -34,12 +42,17 @@ import numpy as np
 
 from kira.knowledge_base.store import DB_NAME, Store
 
+CONFIG_FILE = "config.json"  # as kira.knowledge_base.kb.CONFIG_FILE (not imported: kb imports the models)
+
 log = logging.getLogger(__name__)
 
 AGREE_COSINE = 0.99
 """An indexed vector agrees with its stored one when their cosine is at least this (the i8
 encoding alone keeps it above 0.999)."""
 _BATCH = 4096
+QUICK_CHECK_PAGES = 65536
+"""`database_problem` reads a database of at most this many pages whole (256 MB at SQLite's 4 KB
+pages): SQLite's quick_check reads every page."""
 
 
 @dataclass
@@ -60,17 +73,26 @@ class CheckReport:
     findings: list[Finding] = field(default_factory=list)
     checked: dict[str, Any] = field(default_factory=dict)
     repaired: bool = False
+    remaining: list[Finding] | None = None
+    """After a repair: what the check that followed it still found (None without a repair)."""
 
     @property
     def ok(self) -> bool:
+        """Nothing was found wrong (before any repair)."""
         return not self.findings
+
+    @property
+    def fixed(self) -> bool:
+        """Sound now: nothing was wrong, or a repair left nothing wrong."""
+        return self.ok or (self.repaired and not self.remaining)
 
     def add(self, where: str, problem: str, repair: str) -> None:
         self.findings.append(Finding(where, problem, repair))
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "ok": self.ok, "repaired": self.repaired, "checked": self.checked,
-                "findings": [asdict(f) for f in self.findings]}
+                "findings": [asdict(f) for f in self.findings],
+                "remaining": None if self.remaining is None else [asdict(f) for f in self.remaining]}
 
     def to_text(self) -> str:
         lines = [f"knowledge base {self.path}"]
@@ -79,23 +101,50 @@ class CheckReport:
             lines.append("  everything agrees")
         for f in self.findings:
             lines.append(f"  PROBLEM {f.where}: {f.problem}")
-            lines.append(f"    {'repaired' if self.repaired else 'repair would'}: {f.repair}")
+            lines.append(f"    {'repair did' if self.repaired else 'repair would'}: {f.repair}")
+        if self.repaired:
+            if not self.remaining:
+                lines.append("  checked again after the repair: everything agrees")
+            else:
+                lines.append(f"  checked again after the repair: {len(self.remaining)} problem(s) repair could not fix")
+                for f in self.remaining:
+                    lines.append(f"  NOT FIXED {f.where}: {f.problem}")
+                    lines.append(f"    to fix: {f.repair}")
         return "\n".join(lines)
 
 
-def check(path: str | os.PathLike, *, repair: bool = False) -> CheckReport:
-    """Verify the knowledge base at `path` (see the module doc); with `repair`, rebuild its
-    index files from the database afterwards when anything disagreed.
+def check(path: str | os.PathLike, *, repair: bool = False, uri: str | None = None, token: str = "") -> CheckReport:
+    """Verify the knowledge base at `path` (see the module doc); with `repair`, fix what disagreed
+    (the index files are rebuilt from the database), then check again: what repair could not fix is
+    in `CheckReport.remaining`.
 
+    uri / token: a Milvus-backed knowledge base named `path` there (`kira.knowledge_base.check_milvus`);
+    a directory holding a Milvus Lite file is found without them.
     Returns a `CheckReport`. Raises ValueError when `path` is not a knowledge base, and (with
     `repair`) when another process has it open for writing.
     """
-    from kira.knowledge_base.kb import KnowledgeBase
+    from kira.knowledge_base.milvus_kb import is_milvus_directory
 
+    if uri is not None or is_milvus_directory(path):
+        from kira.knowledge_base.check_milvus import check_milvus
+
+        return check_milvus(path, repair=repair, uri=uri, token=token)
     path = Path(path)
     if not (path / DB_NAME).is_file():
         raise ValueError(f"{path} is not a kira knowledge base (no {DB_NAME}); build one with `kira ingest {path} FOLDER`")
+    report = _verify(path)
+    if repair and not report.ok:
+        _repair(path, report)
+        report.repaired = True
+        report.remaining = _verify(path).findings
+    return report
+
+
+def _verify(path: Path) -> CheckReport:
+    from kira.knowledge_base.kb import KnowledgeBase
+
     report = CheckReport(str(path))
+    settings_ok = _check_settings(path, report)
     store = Store(path, read_only=True)
     try:
         if not _check_database(store, report):
@@ -107,16 +156,72 @@ def check(path: str | os.PathLike, *, repair: bool = False) -> CheckReport:
         damaged = _check_vectors(store, dims, report)
     finally:
         store.close()
+    if not settings_ok:
+        report.checked["indexes"] = f"not checked: fix {CONFIG_FILE} first"
+        return report
     kb = KnowledgeBase.open(path, models=None, read_only=True)
     try:
         _check_indexes(kb, damaged, report)
     finally:
         kb.close()
     _check_leftovers(path, report)
-    if repair and not report.ok:
-        _repair(path)
-        report.repaired = True
     return report
+
+
+def _check_settings(path: Path, report: CheckReport) -> bool:
+    """config.json present and readable, profile.json valid; returns whether the config can be read."""
+    from kira.knowledge_base.kb import PROFILE_FILE, _read_config
+    from kira.profile import DomainProfile
+
+    ok = True
+    if not (path / CONFIG_FILE).is_file():
+        report.add(CONFIG_FILE, "missing: the constants this knowledge base answers with are unknown",
+                   f"write the default constants to {CONFIG_FILE} (restore the original from a backup instead "
+                   "if it was not built with the defaults)")
+        ok = False
+    else:
+        try:
+            _read_config(path / CONFIG_FILE)
+        except ValueError as exc:
+            report.add(CONFIG_FILE, str(exc), f"none automatic: restore {CONFIG_FILE} from a backup, or delete it "
+                                              "and run `kira check --repair` to write the default constants")
+            ok = False
+    if (path / PROFILE_FILE).is_file():
+        try:
+            profile = DomainProfile.load(path / PROFILE_FILE)
+        except (ValueError, TypeError) as exc:
+            report.add(PROFILE_FILE, f"not a valid domain profile: {exc}",
+                       "none automatic: fix the file (docs/profiles.md), or replace it with "
+                       f"`kira ingest {path} FOLDER --profile FILE`")
+        else:
+            report.checked["profile"] = "empty" if profile.empty else "valid"
+    return ok
+
+
+def database_problem(path: str | os.PathLike, *, max_pages: int | None = None) -> str | None:
+    """What is wrong with the database of the embedded knowledge base at `path`, in a sentence with
+    the fix, or None when SQLite's ``quick_check`` finds it sound. A database of more than
+    `max_pages` pages (default `QUICK_CHECK_PAGES`) is not read whole (None; `kira check` reads
+    it): the one-shot commands (`kira ask`, `kira card`) call this before answering."""
+    max_pages = QUICK_CHECK_PAGES if max_pages is None else max_pages
+    store = Store(Path(path), read_only=True)
+    try:
+        pages = int(store.conn.execute("PRAGMA page_count").fetchone()[0])
+        if pages > max_pages:
+            log.info("%s has %d pages: not verified before answering (run `kira check`)", path, pages)
+            return None
+        try:
+            problems = store.quick_check(5)
+        except sqlite3.DatabaseError as exc:
+            problems = [str(exc)]
+    finally:
+        store.close()
+    if problems == ["ok"]:
+        return None
+    said = "; ".join(line.strip() for p in problems for line in p.splitlines() if line.strip() and "***" not in line)
+    said = said if len(said) <= 200 else said[:200] + "..."
+    return (f"the knowledge base's database {Path(path) / DB_NAME} is damaged (SQLite: {said}); "
+            f"its answers cannot be trusted. Run `kira check {path}` and restore {DB_NAME} from a backup")
 
 
 def _check_database(store: Store, report: CheckReport) -> bool:
@@ -138,7 +243,17 @@ def _check_database(store: Store, report: CheckReport) -> bool:
 
 
 def _check_vectors(store: Store, dims: dict[str, int], report: CheckReport) -> dict[str, dict[int, str]]:
-    """Every stored vector readable, finite and non-zero; returns {space: {chunk id: why}}."""
+    """Every stored vector readable, finite, of a sane norm and as its digest says; returns
+    {space: {chunk id: why}}."""
+    with_digest, without = store.digest_counts()
+    if not store.has_digests():
+        report.checked["vector digests"] = (f"absent (schema {store.schema_version()}: the database predates them; "
+                                            "vectors are checked for sanity only)")
+    elif without:
+        report.checked["vector digests"] = (f"{with_digest} chunk(s) verified; absent for {without} stored before "
+                                            "kira wrote them (checked for sanity only)")
+    else:
+        report.checked["vector digests"] = f"{with_digest} chunk(s) verified"
     damaged: dict[str, dict[int, str]] = {}
     for space in ("visual", "text"):
         ids = store.chunk_ids(space=space)
@@ -152,8 +267,8 @@ def _check_vectors(store: Store, dims: dict[str, int], report: CheckReport) -> d
             report.add(f"{DB_NAME} ({space} vectors)",
                        f"{len(bad)} stored vector(s) are damaged: "
                        + ", ".join(f"chunk {c} ({why})" for c, why in sorted(bad.items())[:10]),
-                       "leave them out of the index; add the documents again to restore them: "
-                       + ", ".join(sorted(docs)[:10]))
+                       "leave them out of the index (repair does); to restore them, remove these documents "
+                       "and add them again: " + ", ".join(sorted(docs)[:10]))
     return damaged
 
 
@@ -205,15 +320,30 @@ def _check_leftovers(path: Path, report: CheckReport) -> None:
                    "delete them (an open for writing does the same)")
 
 
-def _repair(path: Path) -> None:
-    """Rebuild both index files from the stored vectors (damaged ones left out) and save them."""
+def _repair(path: Path, report: CheckReport) -> None:
+    """Write a missing config.json with the defaults; rebuild both index files from the stored vectors
+    (damaged ones left out) and save them, when the database and the config can be read."""
+    from kira.config import KiraConfig
     from kira.knowledge_base.kb import KnowledgeBase
-    from kira.knowledge_base.vectors import make_index
+    from kira.knowledge_base.vectors import make_index, write_json_atomic
 
-    kb = KnowledgeBase.open(path, models=None)  # the writer lock: refused while another process writes
+    wheres = {f.where for f in report.findings}
+    if CONFIG_FILE in wheres and not (path / CONFIG_FILE).exists():
+        write_json_atomic(path / CONFIG_FILE, KiraConfig().to_dict())
+        log.warning("wrote the default constants to %s", path / CONFIG_FILE)
+    if "database" not in report.checked:
+        return  # a damaged database: the index files cannot be rebuilt from it
+    try:
+        kb = KnowledgeBase.open(path, models=None)  # the writer lock: refused while another process writes
+    except ValueError as exc:
+        if "open for writing" in str(exc):
+            raise
+        log.warning("could not open %s to rebuild its index files: %s", path, exc)
+        return
     try:
         vectors = kb.vectors
-        assert vectors is not None
+        if vectors is None:
+            return
         for space in ("visual", "text"):
             vectors.indexes[space] = make_index(vectors.kind, vectors.index_dims[space])
             vectors._synced.pop(space, None)

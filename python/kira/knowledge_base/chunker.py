@@ -14,13 +14,30 @@ Crops are gathered for a whole batch of images and encoded in one call per encod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from kira.config import ChunkingConfig
 
 LEVELS = ("document", "region", "patch")
+
+
+def levels_arg(levels: Any, choices: Sequence[str] = LEVELS) -> tuple[str, ...]:
+    """`levels` as a tuple of level names: a list (or tuple) of names as given, one name alone
+    ("region") as that one level, never as its letters. Raises ValueError naming the unknown
+    levels and the choices, TypeError for what is neither a name nor a list of names."""
+    if isinstance(levels, str):
+        levels = [levels]
+    elif isinstance(levels, (bytes, dict)) or not hasattr(levels, "__iter__"):
+        raise TypeError(f"levels must be a list of level names, e.g. ['document', 'region']; got "
+                        f"{type(levels).__name__}")
+    out = tuple(levels)
+    bad = [lvl for lvl in out if not isinstance(lvl, str) or lvl not in choices]
+    if bad:
+        raise ValueError(f"unknown levels {bad}; choose from {tuple(choices)} (levels is a list of "
+                         "names, e.g. ['document', 'region'])")
+    return out
 
 
 @dataclass

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence, TypeVar
 
 from kira.config import KiraConfig
-from kira.knowledge_base.chunker import LEVELS
+from kira.knowledge_base.chunker import LEVELS, levels_arg
 from kira.knowledge_base.kb_adaptation import AdapterAndBridge
 from kira.knowledge_base.kb_views import DerivedViews
 from kira.knowledge_base.kb_writing import MAX_ENCODED_CHARS, Writing
@@ -47,23 +47,25 @@ LOCK_FILE = "writer.lock"
 
 
 def _read_config(path: Path) -> KiraConfig:
-    """The stored KiraConfig (the defaults when the file is absent). Raises ValueError naming the
-    file when it is not a JSON object of config fields."""
+    """The stored KiraConfig. Raises ValueError naming the file and the fix when it is missing (never
+    replaced by the defaults in silence: the constants a knowledge base answers with are part of it)
+    or is not a JSON object of config fields."""
+    fix = (f"restore it from a backup, or delete it and run `kira check {path.parent} --repair` to write the "
+           "default constants")
     if not path.is_file():
-        return KiraConfig()
+        raise ValueError(f"{path} is missing: the constants this knowledge base was built and answers with are "
+                         f"unknown. Restore it from a backup, or run `kira check {path.parent} --repair` to write "
+                         "the default constants")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); restore it, or delete it to answer with the "
-                         "default constants") from None
+        raise ValueError(f"{path} is not valid JSON ({exc}); {fix}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object of config fields; restore it, "
-                         "or delete it to answer with the default constants")
+        raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object of config fields; {fix}")
     try:
         return KiraConfig.from_dict(data)
     except (TypeError, AttributeError, KeyError, ValueError) as exc:
-        raise ValueError(f"{path} does not hold a kira configuration ({exc}); restore it, or delete it to "
-                         "answer with the default constants") from None
+        raise ValueError(f"{path} does not hold a kira configuration ({exc}); {fix}") from None
 
 
 def _milvus_backend(backend: str) -> Any:
@@ -107,6 +109,9 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         self.vectors: VectorSpaces | None = None
         if dims is not None:
             self._open_vectors(dims)
+            if models is not None:
+                self.check_models(models)  # another image encoder's queries would return noise: refused at open
+                self._check_dims(models, dims)
 
     @property
     def profile(self) -> Any:
@@ -173,13 +178,12 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         profile = as_profile(profile)  # validated before anything is written
         if index not in ("flat", "hnsw"):
             raise ValueError(f"index must be 'flat' or 'hnsw'; got {index!r}")
-        bad = set(levels) - set(LEVELS)
-        if bad:
-            raise ValueError(f"unknown chunk levels {sorted(bad)}; choose from {LEVELS}")
+        levels = levels_arg(levels)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise ValueError(f"{path} exists and is not an empty directory; use KnowledgeBase.open or pick a new path")
         path.mkdir(parents=True, exist_ok=True)
         config = config or KiraConfig()
+        write_json_atomic(path / CONFIG_FILE, config.to_dict())  # before the database: never one without it
         store = Store(path, create=True)
         kb = cls(path, store, config, models, read_only=False)
         kb._take_lock()
@@ -189,7 +193,6 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         store.commit()
         kb.levels = tuple(json.loads(store.get_meta("levels") or "[]"))
         kb.caption_children = caption_children
-        write_json_atomic(path / CONFIG_FILE, config.to_dict())
         profile.save(path / PROFILE_FILE)
         kb._profile = profile
         return kb
@@ -266,6 +269,12 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
             self.vectors.write_manifest(self.store.generation())  # the files hold every row: add the digests
 
     # ---- models (what built it: kira.knowledge_base.model_identity.RecordedModels) -----
+    def _check_dims(self, stack: Any, dims: dict[str, int]) -> None:
+        mine = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
+        if mine != dims:
+            raise ValueError(f"the model stack encodes {mine} but {self.path} was built with {dims} "
+                             f"({self.built_with()}); open it with the models it was built with")
+
     def _ensure_dims(self) -> VectorSpaces:
         stack = self.models
         dims = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
@@ -280,6 +289,7 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
             self._open_vectors(dims)
         else:
             self.check_models(stack)
+            self._record_ocr(stack)
         if dims != self.vectors.dims:
             raise ValueError(
                 f"the model stack encodes {dims} but this knowledge base was built with {self.vectors.dims}; "

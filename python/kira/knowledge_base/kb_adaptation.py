@@ -80,6 +80,28 @@ class AdapterAndBridge:
         vectors.reproject_visual(self.store, transform, dim)
         self.commit(checkpoint=True)  # the files hold the re-projected index before any reader reloads
 
+    # ---- few-shot adaptation, validated (kira.knowledge_base.kb_fewshot) ----------------
+    def adapt(self, labels: Any, *, methods: Any = None, seed: int | None = None, **validation: Any) -> Any:
+        """Adapt to the user's labelled documents (doc id -> class) without ever choosing a method
+        that validation found worse than the frozen vectors; returns the `AdaptationReport`
+        (what was measured and chosen). See `kira.knowledge_base.kb_fewshot.adapt`."""
+        from kira.knowledge_base.kb_fewshot import adapt
+
+        return adapt(self, labels, methods=methods, seed=seed, **validation)
+
+    @property
+    def adaptation(self) -> Any:
+        """The last `kb.adapt` report (`kira.adapt.validation.AdaptationReport`), or None."""
+        from kira.knowledge_base.kb_fewshot import report_of
+
+        return report_of(self)
+
+    def classify(self, doc_ids: Any) -> list[str]:
+        """The class `kb.adapt`'s chosen classifier gives each stored document (ValueError before `adapt`)."""
+        from kira.knowledge_base.kb_fewshot import classify
+
+        return classify(self, doc_ids)
+
     def _load_adapter(self) -> Any:
         name = self.store.get_meta("adapter_class") or ""
         if not name:

@@ -50,6 +50,14 @@ def _thumbnail_png(image: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def stored_source(source: str | None) -> str | None:
+    """How a document's source path is stored: absolute and normalised (a path relative to where
+    ingest ran names nothing from anywhere else); a uri (``s3://...``) or None as given."""
+    if not source or "://" in source:
+        return source
+    return os.path.abspath(source)
+
+
 def stored_descriptions(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
                         patches: bool = False) -> list[list[str]]:
     """Per item, the descriptions its chunks are stored with (as `_add_images` stores them, cut at
@@ -220,13 +228,14 @@ class Writing:
             with self.store.savepoint("kira_batch"):  # the batch is stored whole or not at all
                 for n, (item, plan) in enumerate(zip(items, plans)):
                     pixels = item["pixels"]
+                    source = stored_source(item["source"])
                     h, w = (pixels.shape[:2] if pixels is not None else (0, 0))
                     self.store.insert_document(
-                        item["doc_id"], source=item["source"], caption=item["caption"], width=w, height=h,
+                        item["doc_id"], source=source, caption=item["caption"], width=w, height=h,
                         metadata=item["metadata"], tags=item["tags"],
                         thumbnail=prepared.thumbnails[n],
                         provenance={
-                            "source": item["source"] or "(in memory)",
+                            "source": source or "(in memory)",
                             "image_encoder": image_identity or type(stack.image).__name__,
                             "text_encoder": type(stack.text).__name__,
                             "described_by": "user caption/tags" if (item["caption"] or item["tags"]) else "captioner",

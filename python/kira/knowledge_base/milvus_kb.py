@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kira.config import KiraConfig
-from kira.knowledge_base.chunker import LEVELS
+from kira.knowledge_base.chunker import LEVELS, levels_arg
 from kira.knowledge_base.kb_writing import Writing
 from kira.knowledge_base.milvus_kb_views import MilvusViews
 from kira.knowledge_base.model_identity import LoadsItsModels
@@ -106,9 +106,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         profile = as_profile(profile)
         if index not in ("flat", "hnsw"):
             raise ValueError(f"index must be 'flat' or 'hnsw'; got {index!r}")
-        bad = set(levels) - set(LEVELS)
-        if bad:
-            raise ValueError(f"unknown chunk levels {sorted(bad)}; choose from {LEVELS}")
+        levels = levels_arg(levels)
         uri, name, local = target(path_or_name, uri)
         if local is not None:
             if local.exists() and (not local.is_dir() or any(local.iterdir())):

@@ -125,6 +125,21 @@ class MilvusViews(CompoundQueries):
     def set_adapter(self, adapter: Any) -> None:
         raise ValueError("a domain adapter is not supported on the Milvus backend yet; use an embedded knowledge base")
 
+    def adapt(self, labels: Any, **options: Any) -> Any:
+        """Refused: the Milvus backend cannot re-project its visual index through an adapter yet."""
+        raise ValueError("few-shot adaptation (kb.adapt) is not supported on the Milvus backend yet: it may install "
+                         "a domain adapter, which this backend cannot apply; adapt an embedded knowledge base")
+
+    @property
+    def adaptation(self) -> Any:
+        """None: no adaptation on this backend (see `adapt`)."""
+        return None
+
+    def classify(self, doc_ids: Any) -> list[str]:
+        """Refused, as `adapt`."""
+        raise ValueError("few-shot classification (kb.classify) needs kb.adapt, which the Milvus backend does not "
+                         "support yet; use an embedded knowledge base")
+
     def store_text_pieces(self, *, batch: int = 32) -> int:
         """Refused: on the Milvus backend each document's text pieces are written with it at ingest (local and
         Ray alike, ``piece:<doc id>`` rows, `GroundingConfig.pieces_at_ingest`); documents written without them

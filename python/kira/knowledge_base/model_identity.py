@@ -10,12 +10,13 @@ import json
 from typing import Any, Mapping
 
 
-def default_stack_for(built_with: Mapping[str, str]) -> Any:
-    """`kira.models.load_default()` with the image encoder that built a knowledge base (its recorded identity)."""
+def default_stack_for(built_with: Mapping[str, str], *, ocr: bool = False) -> Any:
+    """`kira.models.load_default()` with the image encoder that built a knowledge base (its recorded identity);
+    `ocr`: with RapidOCR too (`load_default(ocr=True)`)."""
     from kira.models import load_default
     from kira.models.stack import image_encoder_choice
 
-    return load_default(image_encoder=image_encoder_choice(built_with.get("image")))
+    return load_default(image_encoder=image_encoder_choice(built_with.get("image")), **({"ocr": True} if ocr else {}))
 
 
 def refuse_other_image_encoder(where: str, built: str, mine: str) -> None:
@@ -77,6 +78,16 @@ class RecordedModels(LoadsItsModels):
             same = mine == built
         if not same:
             refuse_other_image_encoder(str(self.path), built, mine or type(stack.image).__name__)
+
+    def _record_ocr(self, stack: Any) -> None:
+        """Add the OCR model to the recorded identity when a stack with one first writes to a knowledge
+        base built without (`kira ingest --ocr` on an existing one): `kira info` then lists it."""
+        stored = self.store.get_meta("model_identity")
+        mine = stack.identity() if hasattr(stack, "identity") else {}
+        if stored and "ocr" in mine:
+            recorded = json.loads(stored)
+            if "ocr" not in recorded:
+                self.store.set_meta("model_identity", json.dumps({**recorded, "ocr": mine["ocr"]}))
 
 
 __all__ = ["LoadsItsModels", "RecordedModels", "default_stack_for", "refuse_other_image_encoder"]

@@ -6,14 +6,15 @@ chunk's vectors are stored here too, as float32 BLOBs, so the index files beside
 database can always be verified and repaired from it without re-running a model
 (see `kira.knowledge_base.vectors`).
 
-Schema (version 3; version 2 lacked text_pieces, version 1 also the removal log and the two
-partial indexes)::
+Schema (version 4; version 3 lacked chunks.digest, version 2 also text_pieces, version 1 also
+the removal log and the two partial indexes)::
 
     meta(key TEXT PK, value TEXT)                 config JSON, generation counter, dims, ...
     documents(doc_id TEXT PK, source, caption, width, height, metadata JSON, thumbnail PNG BLOB,
               added_at REAL)
     chunks(id INTEGER PK AUTOINCREMENT, doc_id, level, parent_id, x0, y0, x1, y1, description,
-           visual BLOB float32, text BLOB float32)
+           visual BLOB float32, text BLOB float32, digest BLOB: blake2b of visual and text, see
+           store_schema.chunk_digest; NULL for chunks stored before version 4)
     passages(chunk_id INTEGER PK -> chunks.id, doc_id, ord, text)
     tags(doc_id, tag)                              PK (doc_id, tag)
     groups(kind 'temporal'|'multiview', group_id, doc_id, ord)   PK (kind, group_id, doc_id)
@@ -43,11 +44,11 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from kira.knowledge_base.store_reads import StoreReads, _space_column
-from kira.knowledge_base.store_schema import _MIGRATIONS, ChunkRow, DocumentRow
+from kira.knowledge_base.store_schema import _MIGRATIONS, ChunkRow, DocumentRow, chunk_digest
 
 __all__ = ["ChunkRow", "DB_NAME", "DocumentRow", "MAX_DESCRIPTION_CHARS", "SCHEMA_VERSION", "Store"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "kira.sqlite"
 MAX_DESCRIPTION_CHARS = 8192
 """A chunk description longer than this is cut when stored: a 10 MB caption made every ask
@@ -105,6 +106,7 @@ class Store(StoreReads):
             )
         if version < SCHEMA_VERSION and not read_only:
             self._migrate()
+        self._changes_at_commit = self.conn.total_changes  # rows written when the last commit ended
 
     # ---- schema ---------------------------------------------------------------------
     def schema_version(self) -> int:
@@ -124,7 +126,12 @@ class Store(StoreReads):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 for statement in _MIGRATIONS[version]:
-                    self.conn.execute(statement)
+                    try:
+                        self.conn.execute(statement)
+                    except sqlite3.OperationalError as exc:
+                        # ADD COLUMN has no IF NOT EXISTS: a column already there is what the statement wants
+                        if "duplicate column name" not in str(exc):
+                            raise
                 self.conn.execute("DELETE FROM schema_version")
                 self.conn.execute("INSERT INTO schema_version(version) VALUES (?)", (version,))
                 self.conn.execute("COMMIT")
@@ -179,12 +186,20 @@ class Store(StoreReads):
                 self.conn.execute("COMMIT")  # a read transaction: commit and rollback both just end it
 
     def commit(self) -> int:
-        """Bump the generation counter and commit; returns the new generation."""
+        """Bump the generation counter and commit; returns the new generation. With no row written
+        since the last commit it only ends the transaction and returns the generation unchanged:
+        readers rebuild what they derive from the database when the generation moves."""
+        if self.conn.total_changes == self._changes_at_commit:
+            if self._in_tx:
+                self.conn.execute("COMMIT")
+                self._in_tx = False
+            return self.generation()
         self.begin()
         generation = self.generation() + 1
         self.set_meta("generation", str(generation))
         self.conn.execute("COMMIT")
         self._in_tx = False
+        self._changes_at_commit = self.conn.total_changes
         return generation
 
     def commit_meta(self) -> None:
@@ -192,6 +207,7 @@ class Store(StoreReads):
         if self._in_tx:
             self.conn.execute("COMMIT")
             self._in_tx = False
+        self._changes_at_commit = self.conn.total_changes
 
     def group_size(self, kind: str, group_id: str) -> int:
         return int(self.conn.execute(
@@ -203,6 +219,7 @@ class Store(StoreReads):
         if self._in_tx:
             self.conn.execute("ROLLBACK")
             self._in_tx = False
+            self._changes_at_commit = self.conn.total_changes
 
     def close(self) -> None:
         self.rollback()
@@ -273,10 +290,11 @@ class Store(StoreReads):
         if len(description) > MAX_DESCRIPTION_CHARS:
             description = description[:MAX_DESCRIPTION_CHARS]
         x0, y0, x1, y1 = box if box is not None else (None, None, None, None)
+        vblob, tblob = _blob(visual), _blob(text)
         cur = self.conn.execute(
-            "INSERT INTO chunks(doc_id, level, parent_id, x0, y0, x1, y1, description, visual, text) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (doc_id, level, parent_id, x0, y0, x1, y1, description, _blob(visual), _blob(text)),
+            "INSERT INTO chunks(doc_id, level, parent_id, x0, y0, x1, y1, description, visual, text, digest) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (doc_id, level, parent_id, x0, y0, x1, y1, description, vblob, tblob, chunk_digest(vblob, tblob)),
         )
         return int(cur.lastrowid)
 

@@ -13,7 +13,11 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.store_schema import ChunkRow, DocumentRow
+from kira.knowledge_base.store_schema import ChunkRow, DocumentRow, space_digest
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
 def _space_column(space: str) -> str:
@@ -65,32 +69,70 @@ class StoreReads:
 
     def usable_vectors(self, space: str, ids: Sequence[int] | np.ndarray,
                        dim: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-        """As `stored_vectors`, but a damaged vector (wrong length, NaN/inf, all zeros) is left
-        out too: (ids, vectors, {chunk id: what is wrong with its vector})."""
+        """As `stored_vectors`, but a damaged vector is left out too: (ids, vectors, {chunk id: what is
+        wrong with its vector}). Damaged: the wrong length, bytes that differ from the digest stored
+        with the chunk (rewritten inside the database), NaN/inf, all zeros, or a squared norm that
+        float32 cannot hold (its dot products overflow or vanish: no encoder's output)."""
         column = _space_column(space)
+        digests = self.has_digests()
+        half = slice(0, 16) if space == "visual" else slice(16, 32)
+        rows: dict[int, tuple[Any, ...]] = {}
+        id_list = list(dict.fromkeys(int(i) for i in ids))
+        for start in range(0, len(id_list), 900):  # one read of each blob, with its digest
+            part = id_list[start : start + 900]
+            rows.update((int(r[0]), r) for r in self.conn.execute(
+                f"SELECT id, {column}{', digest' if digests else ''} FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))}) AND {column} IS NOT NULL", part))
         damaged: dict[int, str] = {}
-        try:
-            found, vecs = self.stored_vectors(space, ids, dim)
-        except ValueError:  # some blob has the wrong length: read them one by one
-            keep_ids, keep = [], []
-            for cid in dict.fromkeys(int(i) for i in ids):
-                row = self.conn.execute(f"SELECT {column} FROM chunks WHERE id = ? AND {column} IS NOT NULL",
-                                        (cid,)).fetchone()
-                if row is None:
-                    continue
-                if len(row[0]) != 4 * dim:
-                    damaged[cid] = f"{len(row[0])} bytes instead of {4 * dim}"
-                    continue
-                keep_ids.append(cid)
-                keep.append(np.frombuffer(row[0], dtype="<f4", count=dim))
-            found = np.asarray(keep_ids, dtype=np.int64)
-            vecs = np.asarray(keep, dtype=np.float32).reshape(len(keep), dim)
+        keep_ids: list[int] = []
+        keep: list[bytes] = []
+        intact: list[bool] = []  # as the digest written with it says (True where there is none)
+        for cid in id_list:
+            row = rows.get(cid)
+            if row is None:
+                continue
+            blob = row[1]
+            if len(blob) != 4 * dim:
+                damaged[cid] = f"{len(blob)} bytes instead of {4 * dim}"
+                continue
+            keep_ids.append(cid)
+            keep.append(blob)
+            intact.append(not digests or row[2] is None or space_digest(blob) == bytes(row[2])[half])
+        found = np.asarray(keep_ids, dtype=np.int64)
+        vecs = np.frombuffer(b"".join(keep), dtype="<f4").reshape(len(keep), dim).astype(np.float32)
         finite = np.isfinite(vecs).all(axis=1)
-        nonzero = np.abs(np.where(np.isfinite(vecs), vecs, 0)).sum(axis=1) > 0
-        ok = finite & nonzero
-        for cid, fin in zip(found[~ok].tolist(), finite[~ok].tolist()):
-            damaged[int(cid)] = "NaN or inf values" if not fin else "all zeros"
+        clean = np.where(np.isfinite(vecs), vecs, 0).astype(np.float64)
+        squared = np.einsum("ij,ij->i", clean, clean)
+        sane = finite & (squared <= _FLOAT32_MAX) & (squared >= _FLOAT32_TINY)
+        ok = sane & np.asarray(intact, dtype=bool)
+        for cid, fin, sq, good in zip(found[~ok].tolist(), finite[~ok].tolist(), squared[~ok].tolist(),
+                                      sane[~ok].tolist()):
+            if good:  # sane values, yet not the bytes kira stored
+                damaged[int(cid)] = "differs from the digest stored with it (rewritten outside kira)"
+            elif not fin:
+                damaged[int(cid)] = "NaN or inf values"
+            elif sq == 0:
+                damaged[int(cid)] = "all zeros"
+            else:
+                damaged[int(cid)] = (f"norm {np.sqrt(sq):.3g}: its dot products "
+                                     f"{'overflow' if sq > 1 else 'vanish in'} float32")
         return found[ok], np.ascontiguousarray(vecs[ok]), damaged
+
+    def has_digests(self) -> bool:
+        """Whether the chunks table has the digest column (schema 4; a read-only open of an older
+        database has not)."""
+        if not hasattr(self, "_has_digests"):
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(chunks)")}
+            self._has_digests = "digest" in columns
+        return self._has_digests
+
+    def digest_counts(self) -> tuple[int, int]:
+        """(chunks with a stored digest, chunks without one)."""
+        total = int(self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        if not self.has_digests():
+            return 0, total
+        with_digest = int(self.conn.execute("SELECT COUNT(*) FROM chunks WHERE digest IS NOT NULL").fetchone()[0])
+        return with_digest, total - with_digest
 
     def iter_vectors(self, space: str, dim: int, *, batch: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every (ids, vectors) in `space`, in batches, ordered by id."""

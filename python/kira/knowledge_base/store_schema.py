@@ -9,6 +9,7 @@ them, with their sentence vectors, written with the chunks and deleted with thei
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,11 +89,18 @@ _SCHEMA_V3 = (
     "CREATE INDEX IF NOT EXISTS text_pieces_text ON text_pieces(text)",
 )
 
+# Version 4: a digest of each chunk's stored vectors, written with the chunk (`chunk_digest`), so
+# that `kira check` tells a vector rewritten inside the database (which still parses, and which a
+# repair would otherwise copy into the index) from the one kira stored. Chunks stored before have
+# none (NULL): they are checked for sanity only.
+_SCHEMA_V4 = ("ALTER TABLE chunks ADD COLUMN digest BLOB",)
+
 # version -> the statements that upgrade from version - 1. Version 1 is the initial schema.
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: tuple(statement for statement in _SCHEMA_V1.split(";") if statement.strip()),
     2: _SCHEMA_V2,
     3: _SCHEMA_V3,
+    4: _SCHEMA_V4,
 }
 
 
@@ -119,3 +127,17 @@ class DocumentRow:
     height: int
     metadata: dict[str, Any]
     tags: tuple[str, ...]
+
+
+def chunk_digest(visual: bytes | None, text: bytes | None) -> bytes:
+    """The 32-byte digest of one chunk's stored vector BLOBs (either may be None), as the
+    ``chunks.digest`` column keeps it: 16 bytes of blake2b per space, visual then text, so that
+    a rewritten vector is found in its own space (`space_digest`)."""
+    return space_digest(visual) + space_digest(text)
+
+
+def space_digest(blob: bytes | None) -> bytes:
+    """The 16-byte half of `chunk_digest` for one space's vector BLOB (None: no vector)."""
+    h = hashlib.blake2b(digest_size=16, person=b"kira-vector-v1")
+    h.update(b"\x00" if blob is None else b"\x01" + bytes(blob))
+    return h.digest()

@@ -23,6 +23,8 @@ import numpy as np
 from kira.pipeline.evidence import build_items
 from kira.pipeline.query import Fused
 from kira.pipeline.state import QueryState, StageContext
+from kira.pipeline.answer_relevance import (abstention, judge, on_topic, relevance_note, relevance_step,
+                                            relevant_first)
 from kira.reasoning.subject import enforce_subject
 from kira.reasoning.types import Answer, EvidencePack
 from kira.reasoning.verifier import summary_pieces
@@ -40,7 +42,8 @@ class SelectEvidence:
         chosen, rows = diverse(ctx.kb, state.fused, ctx.max_per_document, n)
         items = build_items(ctx.kb, [c for c, _ in chosen], [s for _, s in chosen], state.fused.paths,
                             state.fused.cosine, rows=rows, thumbnails=ctx.thumbnails)
-        return state.evolve(candidates=tuple(items), kept=tuple(items[: state.top_k]))
+        return state.evolve(candidates=tuple(items), kept=tuple(items[: state.top_k]),
+                            hops=hops_with_documents(ctx.kb, state.hops, rows))
 
 
 class Critic:
@@ -101,16 +104,28 @@ class Subject:
 
 
 class Generate:
-    """The generator over the subject's evidence, and apart over the similar cases; the subject invariant
-    is enforced on the result (kira.reasoning.subject)."""
+    """The relevance verdict, then the generator over the subject's evidence, and apart over the similar
+    cases; the subject invariant is enforced on the result (kira.reasoning.subject). When nothing in the
+    evidence is relevant (kira.reasoning.relevance), the answer abstains: it says so and names the closest
+    items, whatever the generator."""
 
     name = "generate"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         pack = state.pack if state.pack is not None else EvidencePack.from_items(state.question, state.kept)
+        verdict = judge(ctx, state, pack)
+        if verdict is not None and verdict.relevant:
+            pack, verdict = relevant_first(pack, verdict)
+        note = {"relevance": relevance_note(verdict)} if verdict is not None else {}
+        if verdict is not None and not verdict.relevant and pack.items:
+            return state.evolve(pack=pack, answer=abstention(state, pack, verdict), trace=note)
         answer = ctx.generator.generate(state.question, pack)
         similar = ctx.generator.generate(state.question, pack.similar_pack()) if pack.similar else None
-        return state.evolve(pack=pack, answer=enforce_subject(answer, pack, similar))
+        answer = enforce_subject(answer, pack, similar)
+        if verdict is not None:
+            answer = dataclasses.replace(answer, confidence=verdict.confidence,
+                                         reasoning=(*answer.reasoning, relevance_step(verdict)))
+        return state.evolve(pack=pack, answer=answer, trace=note)
 
 
 class Verify:
@@ -130,7 +145,23 @@ class Verify:
         if answer.similar:
             others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack(), **extra)
             verified = dataclasses.replace(verified, similar=others.claims, text=answer.text)
+        verified = on_topic(ctx, state, verified, pack)
+        if verified.confidence is not None and verified.claims:  # only as sure as the share of grounded claims
+            grounded = sum(not c.hallucination_risk for c in verified.claims) / len(verified.claims)
+            verified = dataclasses.replace(verified, confidence=round(verified.confidence * grounded, 3))
         return state.evolve(answer=verified)
+
+
+def hops_with_documents(kb: Any, hops: tuple[dict[str, Any], ...], rows: dict[int, Any]) -> tuple[dict[str, Any], ...]:
+    """Each hop with ``"documents"``: the document ids of its chunks, in order without repeats (what a card
+    shows a person instead of internal chunk ids). `rows` are chunk rows already read."""
+    if not hops:
+        return hops
+    wanted = [int(i) for h in hops for i in h.get("ids", []) if int(i) not in rows]
+    if wanted:
+        rows = {**rows, **kb.store.chunks(wanted)}
+    return tuple({**h, "documents": list(dict.fromkeys(rows[int(i)].doc_id for i in h.get("ids", []) if int(i) in rows))}
+                 for h in hops)
 
 
 def stored_text_vectors(kb: Any, items: Any) -> np.ndarray:
@@ -220,5 +251,5 @@ def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int
     return out, rows
 
 
-__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse",
+__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse", "hops_with_documents",
            "built_with_this_text_encoder", "stored_piece_vectors", "stored_text_vectors", "subject_documents"]

@@ -184,16 +184,17 @@ class Kira:
             changes nothing else.
 
         Returns a `Result`. An empty knowledge base gives an answer that says so. Raises
-        ValueError for no question and no image, an unknown variant or level, top_k not an
+        ValueError for no question and no image, a question over MAX_QUESTION_CHARS (8192) characters,
+        an unknown variant or level, top_k not an
         integer >= 1, or an unusable image.
         """
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
             raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
-        from kira.knowledge_base.inputs import clean_text
+        from kira.knowledge_base.inputs import question_arg
 
-        question = (clean_text(question, "question") or "").strip()  # undecodable bytes become U+FFFD
+        question = question_arg(question)  # undecodable bytes become U+FFFD; over MAX_QUESTION_CHARS: ValueError
         pixels = load_image(image) if image is not None else None
         if not question and pixels is None:
             raise ValueError("ask needs a question, an image, or both")
@@ -201,7 +202,7 @@ class Kira:
         kb.refresh()
         allow = None
         if levels is not None:
-            self._check_levels(levels)
+            levels = self._check_levels(levels)
             allow = kb.level_ids(levels)
         state = QueryState(question=question, pixels=pixels, top_k=int(top_k),
                            levels=tuple(levels) if levels is not None else None, allow=allow,
@@ -252,11 +253,12 @@ class Kira:
         levels: only chunks at these levels. metadata: only documents whose metadata holds every
             item. tags: only documents carrying every tag. doc_ids: only these documents.
 
-        Raises ValueError for no question, image or vector, an unknown variant or level, top_k not an
+        Raises ValueError for no question, image or vector, a question over MAX_QUESTION_CHARS
+        (kira.knowledge_base.inputs, 8192 characters), an unknown variant or level, top_k not an
         integer >= 1, an unusable image, or a vector and what it replaces together; `VectorError` (a
         ValueError) for a vector of the wrong dimension, with NaN or inf, or all zeros.
         """
-        from kira.knowledge_base.inputs import clean_text
+        from kira.knowledge_base.inputs import question_arg
         from kira.pipeline.retrieve import (
             allowed_ids,
             check_vector,
@@ -272,7 +274,7 @@ class Kira:
             raise TypeError("tags and doc_ids are lists of strings, not one string; wrap it: tags=[tag]")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError(f"metadata must be a mapping of key -> required value; got {type(metadata).__name__}")
-        question = (clean_text(question, "question") or "").strip()
+        question = question_arg(question)
         pixels = load_image(image) if image is not None else None
         if not question and pixels is None and vector is None:
             raise ValueError("retrieve needs a question, an image or a vector")
@@ -280,8 +282,7 @@ class Kira:
             what = "image" if space == "visual" else "question"
             raise ValueError(f"a {space} vector takes the place of the {what}'s; pass one of them, not both")
         if levels is not None:
-            levels = list(levels)
-            self._check_levels(levels)
+            levels = list(self._check_levels(levels))
         kb = self.kb
         kb.refresh()
         if kb.index("visual") is None and kb.index("text") is None:
@@ -296,12 +297,13 @@ class Kira:
                         levels=levels, allow=allow)
 
     @staticmethod
-    def _check_levels(levels: Sequence[str]) -> None:
+    def _check_levels(levels: Sequence[str] | str) -> tuple[str, ...]:
+        """`levels` as a tuple of known level names ("region" alone is one level); ValueError naming the
+        unknown ones."""
+        from kira.knowledge_base.chunker import levels_arg
         from kira.reasoning.types import LEVELS
 
-        bad = set(levels) - set(LEVELS)
-        if bad:
-            raise ValueError(f"unknown levels {sorted(bad)}; choose from {LEVELS}")
+        return levels_arg(levels, LEVELS)
 
     def _result(self, state: QueryState, variant: str, timings: dict[str, float], stages: list[Stage]) -> Result:
         from kira.explain.card import RationaleCard

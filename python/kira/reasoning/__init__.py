@@ -17,6 +17,8 @@ _LAZY = {
     "OpenAICompatibleGenerator": "kira.reasoning.openai_generator",
     "GenerationError": "kira.reasoning.openai_generator",
     "LanguageModelGenerator": "kira.reasoning.lm_generator",
+    "RelevanceJudge": "kira.reasoning.relevance",
+    "Relevance": "kira.reasoning.relevance",
 }
 
 __all__ = [

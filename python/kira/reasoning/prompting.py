@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from kira.reasoning.citations import CITATION_PATTERN, _safe_numbers, format_citation, split_claims
-from kira.reasoning.types import Answer, Claim, EvidencePack
+from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack, strip_citation_marks
 
 SYSTEM_PROMPT = (
     "You answer questions about images using only the numbered evidence you are given. "
@@ -23,14 +23,51 @@ SYSTEM_PROMPT = (
 )
 
 
+def evidence_block(item: EvidenceItem, *, appearance: bool) -> str:
+    """One evidence item as a model reads it: what it shows (caption, tags, text read, classifier labels,
+    metadata: kira.reasoning.shown), its measured looks only when the question asks about appearance;
+    never the describer's statistics as if they were content."""
+    from kira.reasoning.field_answer import item_sentence
+    from kira.reasoning.shown import shown
+
+    if "described_by" not in (item.provenance or {}):
+        return item.render()
+    view = shown(item)
+    if view.human_text:
+        text = view.human_text
+        if appearance and view.looks:
+            text += f" (measured: {', '.join(view.looks)})"
+    else:
+        text = item_sentence(item, appearance=appearance, lead="")
+    return f"[Evidence {item.number}] {item.doc_id}: {' '.join(text.split())}"
+
+
 def user_prompt(question: str, pack: EvidencePack) -> str:
-    """The user message: the question and the rendered evidence blocks."""
-    return f"Question: {question or '(image query; describe what the evidence shows)'}\n\nEvidence:\n{pack.render()}\n"
+    """The user message: the question and the evidence blocks (`evidence_block`)."""
+    from kira.reasoning.shown import asks_about_appearance
+
+    appearance = asks_about_appearance(question)
+    blocks = "\n".join(evidence_block(item, appearance=appearance) for item in pack.items)
+    return f"Question: {question or '(image query; describe what the evidence shows)'}\n\nEvidence:\n{blocks}\n"
 
 
 def build_messages(question: str, pack: EvidencePack) -> list[dict[str, str]]:
     """Chat messages (system + user) for an OpenAI-compatible chat endpoint."""
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user_prompt(question, pack)}]
+
+
+SHORT_PROMPT = (
+    "Answer the question using only the numbered evidence. Write one or two sentences in your own words, "
+    "each ending with the evidence it comes from, written exactly as [Evidence N]. If no evidence answers "
+    "the question, say so."
+)
+"""What a small local model is asked: the answer only, no reasoning section (SmolLM2-class models loop
+on the reasoning request; kira writes its own reasoning trace)."""
+
+
+def short_prompt(question: str, pack: EvidencePack) -> str:
+    """The `SHORT_PROMPT` request as one user message, ending with "Answer:"."""
+    return f"{SHORT_PROMPT}\n\n{user_prompt(question, pack)}\nAnswer:"
 
 
 def completion_prompt(question: str, pack: EvidencePack) -> str:
@@ -57,23 +94,31 @@ def parse_reply(reply: str, pack: EvidencePack, *, generator: str) -> Answer:
 
     The text after the last "Answer:" heading is the answer (the whole reply if there is
     none); the text before it, minus a "Reasoning:" heading, is the reasoning, one step
-    per non-empty line. Claims are the answer's sentences; citations to numbers not in
-    `pack` are removed from the text and kept on the claim as ``invalid_citations``.
+    per non-empty line. Claims are the answer's sentences, each said once (a repeated sentence is
+    left out, and a reasoning step says so); citations to numbers not in `pack` are removed from
+    the text and kept on the claim as ``invalid_citations``.
     """
     reply = reply.strip()
     heads = list(_ANSWER_HEAD.finditer(reply))
     if heads:
         reasoning_text, answer_text = reply[: heads[-1].start()], reply[heads[-1].end():]
-    else:
-        reasoning_text, answer_text = "", reply
+    else:  # no answer heading: the reply is the answer, less a reasoning heading it may open with
+        reasoning_text, answer_text = "", _REASONING_HEAD.sub("", reply, count=1)
     reasoning_text = _REASONING_HEAD.sub("", reasoning_text.strip(), count=1)
     steps = [re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip() for line in reasoning_text.splitlines()]
     steps = [s for s in steps if s]
     valid = set(pack.numbers)
     parsed = split_claims(answer_text.strip(), valid)
+    said: set[str] = set()
+    repeated = 0
     claims: list[Claim] = []
     invalid_all: list[int] = []
     for claim in parsed:
+        key = " ".join(strip_citation_marks(claim.text).lower().split())
+        if key in said:  # a small model looping on one sentence says it once
+            repeated += 1
+            continue
+        said.add(key)
         invalid_all.extend(claim.invalid_citations)
         claims.append(Claim(text=_clean_markers(claim.text, valid), citations=claim.citations,
                             invalid_citations=claim.invalid_citations))
@@ -83,5 +128,7 @@ def parse_reply(reply: str, pack: EvidencePack, *, generator: str) -> Answer:
             + ", ".join(f"[Evidence {n}]" for n in dict.fromkeys(invalid_all))
             + "."
         )
+    if repeated:
+        steps.append(f"Left out {repeated} sentence(s) the model repeated.")
     text = " ".join(c.text for c in claims) if claims else _clean_markers(answer_text, valid)
     return Answer(text=text, reasoning=tuple(steps), claims=tuple(claims), generator=generator)

@@ -44,6 +44,8 @@ from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
 from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_ranges, without_words
 from kira.reasoning.position_agreement import disputed_positions
+from kira.reasoning.field_answer import item_sentence
+from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
                                       vocabulary, without_values, witness)
 from kira.reasoning.text_tokens import content_tokens, stem
@@ -133,15 +135,24 @@ class TemplateGenerator:
         """The item's bookkeeping sentences, joined (what tells views of one set apart)."""
         return " ".join(s for s, is_meta, _ in sentences_of(text_of(item), self.vocab) if is_meta)
 
+    def _content(self, item: EvidenceItem, appearance: bool) -> str:
+        """What the generator reads of `item`: what a person wrote about it (kira.reasoning.shown), and its
+        measured looks only when the question asks about appearance; "" when it states neither."""
+        view = shown(item)
+        if view.human_text:
+            return text_of(item) if not view.written else view.written
+        return view.looks_text() if appearance else ""
+
     def _candidates(self, question: str, items: tuple[EvidenceItem, ...]) -> tuple[list[_Candidate], list[str]]:
         vocab = self.vocab
+        appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
         weights = _weights(items)
         order = sorted(items, key=lambda i: (-weights[i.number], i.number))
         candidates: list[_Candidate] = []
         metadata: list[str] = []
         per_item: dict[int, list[frozenset[str]]] = {}
         for item in order:
-            for sentence, is_meta, context in sentences_of(text_of(item), vocab):
+            for sentence, is_meta, context in sentences_of(self._content(item, appearance), vocab):
                 if is_meta:
                     metadata.append(f"'{sentence}' ([Evidence {item.number}])")
                     continue
@@ -279,6 +290,9 @@ class TemplateGenerator:
             )
             + "."
         )
+        first = pool[0]  # the pack's order is the order to read it in (best first)
+        if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
+            return self._from_fields(question, first, trace)
         candidates, metadata = self._candidates(question, pool)
         if metadata:
             trace.append("Set aside as bookkeeping: " + "; ".join(metadata[:6]) + ".")
@@ -343,7 +357,7 @@ class TemplateGenerator:
                 agreement = None
         trace.append(
             f"Chose {len(chosen)} statement(s) with the most support"
-            + (f"; the next had {candidates[len(chosen)].score / top.score:.0%} of the best score" if len(candidates) > len(chosen) else "")
+            + (f"; the next had {candidates[len(chosen)].score / top.score:.0%} of the best score" if len(candidates) > len(chosen) and top.score > 0 else "")
             + "."
         )
         claims = []
@@ -359,6 +373,22 @@ class TemplateGenerator:
         trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence that states it.")
         text = " ".join(claim.text for claim in claims)
         return Answer(text=text, reasoning=tuple(trace), claims=tuple(claims), generator=self.name)
+
+    def _from_fields(self, question: str, best: EvidenceItem, trace: list[str]) -> Answer:
+        """One claim about the closest item from its fields (kira.reasoning.field_answer)."""
+        appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
+        view = shown(best)
+        trace.append(
+            f"The closest match, [Evidence {best.number}] {best.doc_id}, has no caption: the answer says what its "
+            "fields record (tags, text read, classifier labels, metadata)"
+            + (", and its measured looks, since the question asks about appearance" if appearance else
+               "; its measured looks are not a finding, since the question does not ask about appearance") + ".")
+        if view.empty and not (appearance and view.looks):
+            trace.append("Nothing recorded says what it shows.")
+        sentence = item_sentence(best, appearance=appearance)
+        claim = Claim(text=_sentence(sentence, format_citation((best.number,))), citations=(best.number,))
+        trace.append("Answer written as 1 claim, citing the item it describes.")
+        return Answer(text=claim.text, reasoning=tuple(trace), claims=(claim,), generator=self.name)
 
     def describe(self) -> dict[str, Any]:
         """Settings for the rationale card's config summary."""

@@ -216,7 +216,9 @@ class Answer:
     ``claims`` are the answer's sentences with their citations; ``similar`` the sentences about
     similar cases (other subjects than the one asked about), shown apart. ``grounding`` is the
     mean claim grounding once verified (None before; None too for an answer with no
-    claims). ``generator`` names what produced it.
+    claims). ``generator`` names what produced it. ``confidence`` (0-1, None when unmeasured) is how
+    far the evidence supports an answer at all, and ``abstained`` True when nothing in the evidence
+    is relevant to the question (kira.reasoning.relevance; docs/reasoning.md).
     """
 
     text: str
@@ -225,6 +227,8 @@ class Answer:
     grounding: float | None = None
     generator: str = ""
     similar: tuple[Claim, ...] = ()  # what similar cases (other subjects) show, labelled apart in `text`
+    confidence: float | None = None  # 0-1: how far the evidence supports an answer (docs/reasoning.md)
+    abstained: bool = False  # True when no evidence is relevant: the text says so and names the closest items
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "reasoning", tuple(str(r) for r in self.reasoning))

@@ -21,6 +21,10 @@ def _require() -> None:
         import python_multipart  # noqa: F401  (for image uploads)
         import prometheus_client  # noqa: F401
         import uvicorn  # noqa: F401
+
+        from kira.serve.docs_ui import assets_dir
+
+        assets_dir()  # fastapi-offline: /docs and /redoc without a CDN
     except ImportError as exc:
         raise ImportError(f"kira serve needs the serve extra ({exc.name} is missing): "
                           'pip install "kira[serve]"') from exc
@@ -34,7 +38,7 @@ def create_app(kb_path: str | os.PathLike, *, models: Any = None, **options: Any
     kb_path: a knowledge base directory (`kira ingest` builds one).
     models: a model stack to share (default: loaded at startup from ``options['models']``,
         a directory of exported models, else the embedded default stack).
-    options: any `ServeConfig` field: read_only, api_key_env, max_upload_mb, max_pixels,
+    options: any `ServeConfig` field: read_only, api_key_env, max_upload_mb, max_pixels, query_max_side,
         threads, queue_size, queue_timeout_s, refresh_s, cors_origins.
 
     The knowledge base is opened when the app starts (its lifespan), on the service's own

@@ -40,8 +40,12 @@ def build_app(config: ServeConfig, models: Any = None) -> Any:
                 await service.remote.aclose()
             await asyncio.to_thread(service.stop)
 
-    app = FastAPI(title="kira", summary="grounded retrieval and reasoning over images", lifespan=lifespan)
+    app = FastAPI(title="kira", summary="grounded retrieval and reasoning over images", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.service = service
+    from kira.serve.docs_ui import add_docs
+
+    add_docs(app)  # /docs and /redoc with their assets served here (offline), not from a CDN
     if config.role in ("all", "reader"):
         app.include_router(routes.query)
     app.include_router(routes.documents)

@@ -1,7 +1,7 @@
 """`kira serve KB`: run the service with uvicorn (one process, or N workers and one writer).
 
     kira serve KB [--host 127.0.0.1] [--port 8000] [--workers N] [--read-only]
-                  [--api-key-env NAME] [--max-upload-mb 20] [--max-pixels N] [--threads 1]
+                  [--api-key-env NAME] [--max-upload-mb 20] [--max-pixels N] [--query-max-side 2048] [--threads 1]
                   [--queue-size 16] [--cors-origin URL ...] [--models DIR] [--model-threads 1]
 
 With --workers N > 1 each worker process opens the knowledge base read-only; on a writable
@@ -18,8 +18,10 @@ import logging
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -40,6 +42,8 @@ def add_serve_subcommand(sub: Any) -> None:
     p.add_argument("--api-key-env", help="environment variable holding the bearer key every route but /health needs")
     p.add_argument("--max-upload-mb", type=float, default=20.0, help="largest request body")
     p.add_argument("--max-pixels", type=int, default=None, help="largest decoded image (default kira's limit)")
+    p.add_argument("--query-max-side", type=int, default=2048,
+                   help="a query image is downscaled on decode to at most this many pixels a side")
     p.add_argument("--threads", type=int, default=1, help="reader threads per worker")
     p.add_argument("--queue-size", type=int, default=16, help="requests queued per worker before 503")
     p.add_argument("--cors-origin", action="append", default=[], help="allow CORS from this origin (repeatable)")
@@ -59,6 +63,7 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
     extra = {"max_pixels": args.max_pixels} if args.max_pixels is not None else {}
     config = ServeConfig(kb_path=str(args.kb), read_only=args.read_only, api_key_env=args.api_key_env,
                          max_upload_mb=args.max_upload_mb, threads=args.threads, queue_size=args.queue_size,
+                         query_max_side=args.query_max_side,
                          cors_origins=tuple(args.cors_origin), models=args.models,
                          model_threads=args.model_threads or None, **extra)
     config.api_key()  # an unset variable fails now, with the fix
@@ -104,26 +109,86 @@ def _run_workers(config: ServeConfig, workers: int, common: dict[str, Any]) -> i
     scratch = tempfile.mkdtemp(prefix="kira-serve-")  # private (0700): the writer's socket, the metrics files
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(scratch, "metrics")
     os.mkdir(os.environ["PROMETHEUS_MULTIPROC_DIR"])
-    writer = None
+    supervisor = None
     try:
         if not config.read_only:
             uds = os.path.join(scratch, "writer.sock")
-            ctx = multiprocessing.get_context("spawn")
             # the socket sits in a 0700 directory and the workers check the key before forwarding: no key here
-            writer_config = config.replace(role="writer", api_key_env=None)
-            writer = ctx.Process(target=_writer_main, args=(writer_config.to_json(), uds,
-                                                            common["log_level"]), name="kira-serve-writer")
-            writer.start()
-            _wait_for_socket(uds, writer)
+            supervisor = WriterSupervisor(config.replace(role="writer", api_key_env=None), uds, common["log_level"])
+            supervisor.start()
             config = config.replace(role="reader", writer_uds=uds)
         os.environ[CONFIG_ENV] = config.to_json()
         uvicorn.run("kira.serve.app:app_from_env", factory=True, workers=workers, **common)
         return 0
     finally:
-        if writer is not None and writer.is_alive():
-            writer.terminate()  # SIGTERM: uvicorn drains, the writer commits and releases the lock
-            writer.join(timeout=GRACEFUL_S + 10)
+        if supervisor is not None:
+            supervisor.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+class WriterSupervisor:
+    """The writer process of `kira serve --workers N`, started again when it dies.
+
+    A writer killed by anything but a clean stop (SIGKILL, the OOM killer, a crash) is noticed within a
+    second and a new one is started on the same socket; what it had not committed is lost, as after any
+    crash, and what it had committed is kept (the knowledge base's own recovery). Meanwhile writes get 503
+    `writer_unavailable` and every worker's /ready says the writer is not answering. A writer that fails
+    to start again is retried with a growing pause (1 s to 60 s), each failure logged.
+    """
+
+    CLEAN_EXITS = (0, -signal.SIGTERM, -signal.SIGINT)  # a stop we asked for (or the user's Ctrl-C)
+
+    def __init__(self, config: ServeConfig, uds: str, log_level: str) -> None:
+        self.config, self.uds, self.log_level = config, uds, log_level
+        self.process: Any = None
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _spawn(self) -> Any:
+        ctx = multiprocessing.get_context("spawn")
+        process = ctx.Process(target=_writer_main, args=(self.config.to_json(), self.uds, self.log_level),
+                              name="kira-serve-writer")
+        process.start()
+        self.process = process
+        _wait_for_socket(self.uds, process)
+        return process
+
+    def start(self) -> None:
+        """Start the writer, wait until it answers, then watch it; ValueError when it cannot start."""
+        self._spawn()
+        self._thread = threading.Thread(target=self._watch, name="kira-serve-writer-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        pause = 1.0
+        while not self._stop.wait(1.0):
+            process = self.process
+            if process.is_alive() or process.exitcode in self.CLEAN_EXITS:
+                continue
+            log.error("kira serve: the writer process (pid %s) died (exit code %s); starting a new one",
+                      process.pid, process.exitcode)
+            try:
+                self._spawn()
+            except Exception as exc:  # keep trying: the workers report not-ready meanwhile
+                log.error("kira serve: the writer did not start again (%s); next try in %.0f s", exc, pause)
+                if self._stop.wait(pause):
+                    return
+                pause = min(pause * 2, 60.0)
+                continue
+            self.restarts += 1
+            pause = 1.0
+            log.warning("kira serve: a new writer process (pid %s) serves writes", self.process.pid)
+
+    def stop(self) -> None:
+        """Stop watching, then stop the writer: SIGTERM, uvicorn drains, it commits and releases the lock."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        process = self.process
+        if process is not None and process.is_alive():
+            process.terminate()
+            process.join(timeout=GRACEFUL_S + 10)
 
 
 def _wait_for_socket(uds: str, process: Any, timeout: float = 300.0) -> None:

@@ -24,6 +24,9 @@ class ServeConfig:
     api_key_env: str | None = None  # name of the environment variable holding the bearer key; None: no auth
     max_upload_mb: float = 20.0  # request bodies above this are refused with 413 before they are read
     max_pixels: int = MAX_PIXELS  # decoded images above this many pixels are refused with 413
+    query_max_side: int = 2048  # a query image (/ask, /search) is downscaled on decode to at most this many pixels
+    # per side (JPEG: decoded at a reduced scale): its vectors are computed at 224 px and its finest crop stays
+    # above that, while a 7999 x 7999 PNG no longer flows through the pipeline at full size (0.8 GB per /ask)
     threads: int = 1  # reader threads per process, each with its own read-only view of the knowledge base
     queue_size: int = 16  # requests waiting for a reader thread beyond `threads`; more get 503 + Retry-After
     queue_timeout_s: float = 30.0  # a request that waited longer than this for a thread gets 503 instead of running
@@ -43,6 +46,8 @@ class ServeConfig:
             raise ValueError(f"max_upload_mb must be > 0; got {self.max_upload_mb}")
         if self.max_pixels < 1:
             raise ValueError(f"max_pixels must be >= 1; got {self.max_pixels}")
+        if self.query_max_side < 224:
+            raise ValueError(f"query_max_side must be >= 224 (the encoders' input size); got {self.query_max_side}")
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1; got {self.threads}")
         if self.model_threads is not None and self.model_threads < 1:

@@ -84,7 +84,8 @@ class MetricsMiddleware:
         finally:
             self.metrics.in_flight.dec()
             route = scope.get("route")
-            name = getattr(route, "path", None) or "unmatched"
+            # path_format: the template without converters ("/documents/{doc_id}", not "{doc_id:path}")
+            name = getattr(route, "path_format", None) or getattr(route, "path", None) or "unmatched"
             method = scope.get("method", "")
             self.metrics.latency.labels(name, method).observe(time.perf_counter() - start)
             self.metrics.requests.labels(name, method, str(status[0])).inc()

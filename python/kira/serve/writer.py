@@ -76,5 +76,15 @@ class RemoteWriter:
             raise ApiError(503, "writer_unavailable", f"the writer process did not answer ({type(exc).__name__})",
                            "retry shortly; if it persists, restart `kira serve`", headers={"Retry-After": "5"}) from None
 
+    async def pid(self) -> int | None:
+        """The writer process's id from its /health, or None when it does not answer within 2 s."""
+        import httpx
+
+        try:
+            answer = await self._client.get("/health", timeout=2.0)
+            return int(answer.json()["pid"]) if answer.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -6,6 +6,12 @@ decoding and next-token logits, both reusing the KV cache of the longest prompt 
 share with the previous call (the critic's prompts for one question differ only after
 "Passage:", so each passage costs only its own tokens).
 
+llama.cpp is native code built for the machine that compiled it: a build that uses CPU features
+the running host does not let a process execute (AMX tiles on a VM that advertises `amx_tile`,
+say) dies with SIGILL, taking the whole process with it. So before a process first loads a GGUF
+into llama.cpp, `probe_llama_cpp` loads it and evaluates a few tokens in a child process, once per
+file and process; a child that dies leaves the parent free to fall back to kira's numpy engine.
+
 `render_chat` renders a chat template (the Jinja2 text a GGUF carries in
 `tokenizer.chat_template`) in a sandbox, as Hugging Face and llama.cpp do.
 """
@@ -14,6 +20,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +45,72 @@ def llama_cpp_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("llama_cpp") is not None
+
+
+PROBE_TIMEOUT_S = 120.0
+"""How long the child process may take to load a GGUF and evaluate a few tokens."""
+
+_PROBE_CODE = """
+import sys
+import llama_cpp
+try:
+    llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, n_threads_batch=1, verbose=False)
+except (ValueError, RuntimeError):
+    sys.exit(0)  # a file llama.cpp refuses is a load error, reported when the parent loads it, not a crash
+ids = llm.tokenize(b"The quick brown fox jumps over the lazy dog", add_bos=True, special=False)[:8]
+llm.eval(ids)       # prompt processing: the batched matrix kernels
+llm.eval([ids[-1]])  # one decoding step: the vector kernels
+"""
+"""What the probe runs in the child: load the file, evaluate a prompt and one decoding step."""
+
+_probed: dict[tuple[str, int, int], str | None] = {}
+_probe_lock = threading.Lock()
+
+
+class LlamaCppUnsafe(RuntimeError):
+    """llama.cpp crashed or failed in the probe's child process on this host (see `probe_llama_cpp`)."""
+
+
+def _describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        what = " (an illegal instruction: the build uses CPU features this host does not enable)" \
+            if name == "SIGILL" else ""
+        return f"was killed by {name}{what}"
+    return f"exited with status {returncode}"
+
+
+def probe_llama_cpp(path: str | os.PathLike) -> str | None:
+    """Load the GGUF at `path` in llama.cpp in a child process and evaluate a few tokens.
+
+    Returns None when the child finished cleanly or llama.cpp refused the file with an exception
+    (loading it here then raises that error safely), else why the child did not finish (for example "was killed by
+    SIGILL (an illegal instruction: ...)"). Run once per file (path, size, mtime) and process; the
+    answer is cached. Costs one Python start plus one model load (about a second for SmolLM2-135M).
+    Thread safety: safe; concurrent callers for one file wait for one probe.
+    """
+    file = Path(path).resolve()
+    st = file.stat()
+    key = (str(file), st.st_size, st.st_mtime_ns)
+    with _probe_lock:
+        if key in _probed:
+            return _probed[key]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        try:
+            done = subprocess.run([sys.executable, "-c", _PROBE_CODE, str(file)], capture_output=True,
+                                  timeout=PROBE_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            reason: str | None = f"did not finish within {PROBE_TIMEOUT_S:.0f} s"
+        else:
+            reason = None
+            if done.returncode != 0:
+                tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+                reason = _describe_exit(done.returncode) + (f": {tail[0]}" if tail[0] else "")
+        _probed[key] = reason
+        return reason
 
 
 def default_threads() -> int:
@@ -83,21 +158,28 @@ class LlamaCppEngine:
 
     Parameters: path (a GGUF file), threads (llama.cpp threads for decoding and prompt
     processing; default: `default_threads()`, half the CPUs), context (tokens; default: the
-    file's training context). Raises ImportError naming the `llm` extra without
-    llama-cpp-python, FileNotFoundError for a missing file, ValueError when llama.cpp cannot
-    load it. Thread safety: calls are serialised by a lock (one context, one KV cache).
+    file's training context), probe (first run `probe_llama_cpp` on the file; default True).
+    Raises ImportError naming the `llm` extra without llama-cpp-python, FileNotFoundError for
+    a missing file, LlamaCppUnsafe when the probe's child crashed or failed (this process is
+    left unharmed), ValueError when llama.cpp cannot load the file. Thread safety: calls are serialised by a lock (one context, one KV cache).
     """
 
     name = "llama.cpp"
 
-    def __init__(self, path: str | os.PathLike, *, threads: int | None = None, context: int | None = None) -> None:
-        try:
-            import llama_cpp
-        except ImportError as exc:
-            raise ImportError(f"the llama.cpp engine needs llama-cpp-python: {LLM_HINT}") from exc
+    def __init__(self, path: str | os.PathLike, *, threads: int | None = None, context: int | None = None,
+                 probe: bool = True) -> None:
+        if not llama_cpp_available():
+            raise ImportError(f"the llama.cpp engine needs llama-cpp-python: {LLM_HINT}")
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"GGUF model file not found: {self.path}")
+        if probe and (reason := probe_llama_cpp(self.path)) is not None:
+            raise LlamaCppUnsafe(
+                f"llama.cpp {reason} while evaluating {self.path.name} in a probe process, so it is not loaded "
+                "in this process; run the file on kira's numpy engine (engine='numpy', or 'auto' falls back to it), or rebuild llama-cpp-python "
+                "for any x86-64: CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install --force-reinstall --no-cache-dir "
+                "--no-deps 'llama-cpp-python>=0.3.36,<0.4'")
+        import llama_cpp  # after the probe: importing loads the native library
         self.threads = int(threads) if threads else default_threads()
         try:
             self._llm = llama_cpp.Llama(

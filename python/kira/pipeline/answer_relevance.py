@@ -1,0 +1,129 @@
+"""The Generate and Verify stages' use of kira.reasoning.relevance: abstention, confidence, topic.
+
+* `relevant_first`: when the nearest item does not match the question, the items that do go first.
+* `judge`: the relevance verdict of the evidence for the question (None without a text encoder).
+* `abstention`: the answer when nothing in the evidence is relevant: it says so plainly and names
+  the closest items (kira.reasoning.field_answer), has no claims, ``abstained=True``.
+* `on_topic`: after verification, a claim that cites only items the verdict found irrelevant does
+  not answer the question and is marked a hallucination risk, however well its words are supported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import weakref
+from typing import Any
+
+from kira.pipeline.state import QueryState, StageContext
+from kira.reasoning.field_answer import abstention_text
+from kira.reasoning.relevance import Relevance, RelevanceJudge
+from kira.reasoning.types import Answer, EvidencePack
+
+log = logging.getLogger(__name__)
+
+_JUDGES: weakref.WeakKeyDictionary[Any, RelevanceJudge] = weakref.WeakKeyDictionary()
+
+
+def relevance_judge(encoder: Any, appearance_words: tuple[str, ...] = ()) -> RelevanceJudge:
+    """One `RelevanceJudge` per text encoder (its probe vectors are encoded once)."""
+    try:
+        judge_ = _JUDGES.get(encoder)
+        if judge_ is None or judge_.appearance_words != appearance_words:
+            judge_ = _JUDGES[encoder] = RelevanceJudge(encoder, appearance_words=appearance_words)
+        return judge_
+    except TypeError:  # an encoder that cannot be weakly referenced
+        return RelevanceJudge(encoder, appearance_words=appearance_words)
+
+
+def judge(ctx: StageContext, state: QueryState, pack: EvidencePack) -> Relevance | None:
+    """The verdict on `pack` for the state's question; None when the stack has no text encoder."""
+    encoder = getattr(ctx.models, "text", None)
+    if encoder is None or not callable(getattr(encoder, "encode", None)):
+        return None
+    from kira.pipeline.grounding_stages import built_with_this_text_encoder, stored_piece_vectors
+
+    words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
+    extra: dict[str, Any] = {}
+    q = state.query
+    if q is not None and q.text_vector is not None and q.text_query == state.question and not q.text_from_caption:
+        extra["question_vector"] = q.text_vector  # the question as the query encoding embedded it
+    if pack.items and built_with_this_text_encoder(ctx.kb, ctx.models):
+        extra["known"] = stored_piece_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
+    return relevance_judge(encoder, words).judge(state.question, pack, image_query=state.image_query, **extra)
+
+
+def relevance_note(verdict: Relevance) -> dict[str, Any]:
+    """The verdict as JSON-able data for ``Result.trace["relevance"]``."""
+    return {"relevant": verdict.relevant, "score": verdict.score, "support": verdict.support,
+            "confidence": verdict.confidence, "best": verdict.best, "standout": verdict.standout,
+            "basis": verdict.basis, "items": [list(p) for p in verdict.items]}
+
+
+def relevance_step(verdict: Relevance) -> str:
+    """One reasoning step saying how relevance and confidence were found."""
+    if verdict.standout is None and verdict.score is not None:
+        return ("Relevance: nothing recorded in the evidence says what it shows (no caption, tags, text or "
+                "confident classifier label), so nothing in it can match the question; confidence 0.")
+    if verdict.score is None:
+        why = {"identifier": "the question names its subject, whose items are the evidence",
+               "image": "the query image is what is asked about"}.get(verdict.basis, "nothing to measure")
+        return f"Relevance: not measured ({why}); confidence is not given."
+    text = (f"Relevance: what [Evidence {verdict.best}] shows matches the question "
+            f"{verdict.standout:+.1f} robust standard deviations beyond everyday phrases' matches with it "
+            f"(relevance {verdict.score:.2f}; below 0.50 the answer abstains)")
+    if verdict.support < 1.0:
+        text += f"; it is known only by its classifier labels, whose probability ({verdict.support:.2f}) bounds the confidence"
+    return text + f"; confidence {verdict.confidence:.2f}."
+
+
+def relevant_first(pack: EvidencePack, verdict: Relevance) -> tuple[EvidencePack, Relevance]:
+    """`pack` unchanged when its first item matches the question; else with the items that match (r >= 0.5)
+    before those that do not, each group in retrieval order, renumbered (the verdict's numbers follow). An
+    answer is written from what matches the question, not from a nearer item that does not."""
+    score = dict(verdict.items)
+    if not pack.items or score.get(pack.items[0].number, 1.0) >= 0.5:
+        return pack, verdict
+    order = sorted(pack.items, key=lambda i: score.get(i.number, 1.0) < 0.5)  # stable: retrieval order kept
+    if [i.number for i in order] == [i.number for i in pack.items]:
+        return pack, verdict
+    new = EvidencePack.from_items(pack.question, order, pack.dropped, similar=pack.similar, subject=pack.subject)
+    number = {old.number: fresh.number for old, fresh in zip(order, new.items)}
+    verdict = dataclasses.replace(verdict, best=number.get(verdict.best, verdict.best),
+                                  items=tuple((number.get(n, n), r) for n, r in verdict.items))
+    return new, verdict
+
+
+def abstention(state: QueryState, pack: EvidencePack, verdict: Relevance) -> Answer:
+    """The answer that says nothing in the knowledge base matches, naming the closest items."""
+    closeness = dict(verdict.items)  # the closest in meaning first, then in retrieval order
+    ordered = sorted(pack.items, key=lambda i: (-closeness.get(i.number, -1.0), i.number))
+    text = abstention_text(state.question, ordered, image_query=state.image_query)
+    reasoning = (f"Question: {state.question}" if state.question else "Question: (image query, no text)",
+                 f"Considered {len(pack.items)} evidence item(s): "
+                 + "; ".join(f"[Evidence {i.number}] {i.doc_id}" for i in pack.items) + ".",
+                 relevance_step(verdict),
+                 "No evidence item shows what the question asks about, so the answer says so instead of "
+                 "describing the nearest items as if they matched.")
+    log.info("abstained on %r: best relevance %s", state.question, verdict.score)
+    return Answer(text=text, reasoning=reasoning, claims=(), generator="abstention",
+                  confidence=verdict.confidence, abstained=True)
+
+
+def on_topic(ctx: StageContext, state: QueryState, answer: Answer, pack: EvidencePack) -> Answer:
+    """`answer` with every claim that cites only irrelevant items marked a hallucination risk (module docstring)."""
+    note = dict(state.trace or {}).get("relevance")
+    if not note or note.get("score") is None or answer.abstained:
+        return answer
+    relevant = {int(n) for n, r in note.get("items", []) if r >= 0.5}
+    claims = []
+    changed = 0
+    for claim in answer.claims:
+        if claim.citations and not relevant & set(claim.citations) and not claim.hallucination_risk:
+            claim = dataclasses.replace(claim, hallucination_risk=True)
+            changed += 1
+        claims.append(claim)
+    if not changed:
+        return answer
+    step = f"{changed} claim(s) cite only evidence that does not match the question: not shown as grounded."
+    return dataclasses.replace(answer, claims=tuple(claims), reasoning=(*answer.reasoning, step))

@@ -1,0 +1,111 @@
+"""Sentences about an image nobody described in words: from its fields, as a person would write them.
+
+When the closest evidence has no caption (nor passage), the template generator does not
+stitch fragments of the machine description together ("Labels [Evidence 1]."); it says what
+is known about that image and where it comes from:
+
+    "The closest match, IMG_1005, has no caption; the image classifier labels it
+    'space shuttle' (p 0.62)."
+
+Tags, text read by OCR and metadata are named as such; the measured appearance is said only
+when the question asks about appearance (kira.reasoning.shown), in words without figures.
+The abstention sentence of kira.reasoning.relevance's verdict is written here too.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from kira.reasoning.shown import Shown, shown
+from kira.reasoning.types import EvidenceItem
+
+MAX_LABELS = 2  # classifier labels named per image
+MAX_QUOTE = 80  # characters of OCR text quoted
+MAX_METADATA = 3  # metadata entries named
+
+
+def _quote(values: Sequence[str]) -> str:
+    quoted = [f"'{v}'" for v in values]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+
+
+def label_phrase(view: Shown) -> str:
+    """"the image classifier labels it 'space shuttle' (p 0.62)" ("" without labels)."""
+    if not view.labels:
+        return ""
+    named = [f"'{name}' (p {p:.2f})" for name, p in view.labels[:MAX_LABELS]]
+    return "the image classifier labels it " + " or ".join(named)
+
+
+def fact_phrases(view: Shown, *, appearance: bool) -> list[str]:
+    """What is known about an image, one phrase per field (tags, OCR text, labels, metadata, looks)."""
+    out: list[str] = []
+    if view.tags:
+        out.append(f"it is tagged {_quote(list(view.tags)[:6])}")
+    if view.text_read:
+        words = " ".join(view.text_read)
+        words = words if len(words) <= MAX_QUOTE else words[:MAX_QUOTE].rsplit(" ", 1)[0] + " ..."
+        out.append(f"the text read in it is '{words}'")
+    if view.labels:
+        out.append(label_phrase(view))
+    if view.metadata:
+        entries = [f"{k} {v}" for k, v in list(view.metadata.items())[:MAX_METADATA]]
+        out.append("its metadata gives " + ", ".join(entries))
+    if appearance and view.looks:
+        out.append("measured, it is " + ", ".join(view.looks))
+    return out
+
+
+def item_sentence(item: EvidenceItem, *, appearance: bool, lead: str = "The closest match") -> str:
+    """One sentence about an image without a caption, e.g. "The closest match, IMG_1005, has no caption;
+    the image classifier labels it 'space shuttle' (p 0.62)" (no final full stop, no citation)."""
+    view = shown(item)
+    name = f"{lead}, {item.doc_id}," if lead else f"{item.doc_id}"
+    if view.human_text:
+        return f"{name} reads: {view.human_text.rstrip('.')}"
+    facts = fact_phrases(view, appearance=appearance)
+    if facts:
+        return f"{name} has no caption; " + "; ".join(facts)
+    if appearance and not view.looks:
+        return f"{name} has no caption, and its appearance was not measured"
+    return (f"{name} has no caption, tags or text, and the image classifier gives it no confident label, "
+            "so nothing recorded says what it shows")
+
+
+def closest_summary(item: EvidenceItem) -> str:
+    """A short "IMG_1002 (labelled 'tabby cat', p 0.55)" naming an item and what it shows."""
+    view = shown(item)
+    if view.human_text:
+        text = view.human_text.strip().rstrip(".")
+        text = text if len(text) <= 60 else text[:60].rsplit(" ", 1)[0] + " ..."
+        return f"{item.doc_id} ('{text}')"
+    if view.tags:
+        return f"{item.doc_id} (tagged {_quote(list(view.tags)[:3])})"
+    if view.labels:
+        name, p = view.labels[0]
+        return f"{item.doc_id} (labelled '{name}', p {p:.2f})"
+    if view.text_read:
+        return f"{item.doc_id} (text '{' '.join(view.text_read)[:40]}')"
+    return f"{item.doc_id} (no caption or label)"
+
+
+def abstention_text(question: str, items: Sequence[EvidenceItem], *, image_query: bool = False,
+                    max_items: int = 3) -> str:
+    """"Nothing in this knowledge base matches 'a brick wall'; the closest items are IMG_1002 (labelled
+    'tabby cat', p 0.55) and IMG_1001 (no caption or label)." """
+    asked = f"'{question.strip()}'" if question and question.strip() else "the query image"
+    if image_query and question and question.strip():
+        asked = f"'{question.strip()}' about the query image"
+    docs: list[EvidenceItem] = []
+    for item in items:
+        if item.doc_id not in {d.doc_id for d in docs}:
+            docs.append(item)
+    named = [closest_summary(i) for i in docs[:max_items]]
+    if not named:
+        return f"Nothing in this knowledge base matches {asked}."
+    closest = named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
+    noun = "the closest item is" if len(named) == 1 else "the closest items are"
+    return f"Nothing in this knowledge base matches {asked}; {noun} {closest}."
+
+
+__all__ = ["abstention_text", "closest_summary", "fact_phrases", "item_sentence", "label_phrase"]
