@@ -44,7 +44,8 @@ def _evidence_plain(item: EvidenceItem) -> str:
         return f"  [Evidence {item.number}] {item.doc_id}: {bounded(item.summary) or '(no description)'}"
     view = shown(item)
     shows = "; ".join(([view.human_text] if view.human_text else []) + fact_phrases(view, appearance=False))
-    line = f"  [Evidence {item.number}] {item.doc_id}: shows {bounded(shows) if shows else 'nothing recorded'}"
+    shows = bounded(shows) if shows else "nothing recorded says what it shows"
+    line = f"  [Evidence {item.number}] {item.doc_id}: {shows}"
     return line + (f"\n      looks: {bounded(', '.join(view.looks))}" if view.looks else "")
 
 

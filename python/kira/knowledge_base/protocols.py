@@ -47,6 +47,10 @@ class StoreReads(Protocol):
     def count_documents(self) -> int:
         ...
 
+    def thumbnail(self, doc_id: str) -> bytes | None:
+        """The PNG bytes of the document's stored preview, or None (the service's /thumbnails route)."""
+        ...
+
 
 @runtime_checkable
 class KnowledgeBaseLike(Protocol):
