@@ -59,6 +59,10 @@ def test_kira_ingest_with_the_ray_engine_stores_what_the_local_ingest_stores(tmp
     assert done.returncode == 0, done.stderr[-3000:]
     assert "added 20 image(s)" in done.stdout and "skipped 1" in done.stdout
     assert "zz_broken.png" in done.stdout  # the skipped file, with its reason, as the local ingest reports it
+    again = _kira("ingest", remote, folder, "--engine", "ray", "--quiet")  # re-run: unchanged files counted, exit 0
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "added 0 image(s)" in again.stdout and "20 already in the knowledge base unchanged" in again.stdout
+    assert "is already in the knowledge base" not in again.stdout + again.stderr
 
     kbs = {"local": KnowledgeBase.open(local, read_only=True), "ray": KnowledgeBase.open(remote, read_only=True)}
     try:

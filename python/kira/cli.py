@@ -227,6 +227,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
     models = stats.get("models") or {}
     print(f"  models:    {', '.join(f'{k} {v}' for k, v in models.items()) or 'none recorded'}")
     print(f"  ocr:       {models['ocr'] if models.get('ocr') else 'off (kira ingest --ocr reads printed words)'}")
+    for note in stats.get("model_fallbacks") or ():  # kira.knowledge_base.model_fallbacks
+        from kira.knowledge_base.model_fallbacks import REENCODE
+
+        print(f"  fallback:  {note}\n             ({REENCODE})")
     profile = stats.get("profile") or ""
     print(f"  profile:   {profile or 'empty (no domain knowledge; see docs/profiles.md)'}")
     print(f"  generation {stats['generation']} (commits so far; the index files are checked against it on open)")

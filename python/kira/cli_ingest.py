@@ -19,7 +19,8 @@ from kira.cli import _stack, _suffixes
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    """Run `kira ingest` for the parsed `args`; returns the exit status (1: nothing added)."""
+    """Run `kira ingest` for the parsed `args`; returns the exit status (1: nothing added and nothing was there
+    already: files unchanged since an earlier ingest count as done, exit 0)."""
     from kira.knowledge_base.ingest import collect_entries, printable
 
     captions = None
@@ -91,7 +92,11 @@ def _ingest_into(args: argparse.Namespace, kb: Any, created: bool, path: Path, s
         stats = kb.stats()
         if created and not summary.added and stats["documents"] == 0 and args.uri:
             kb.drop()  # this run made it in Milvus, and it holds nothing
-    if not summary.added:
+    unchanged = len(getattr(summary, "unchanged", ()))
+    if not summary.added and unchanged and not summary.skipped:
+        print(f"kira ingest: all {unchanged} image file(s) are in the knowledge base already, unchanged; nothing to add")
+        return 0
+    if not summary.added and not unchanged:
         if created and stats["documents"] == 0 and not args.uri:
             shutil.rmtree(path, ignore_errors=True)  # this run made it, and it holds nothing
         print(f"kira ingest: none of the {summary.found} image file(s) was added (see the reasons above); "

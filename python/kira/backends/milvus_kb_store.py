@@ -134,6 +134,17 @@ def thumbnail_value(png: bytes | None) -> str | None:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def piece_value(texts: Sequence[str], vectors: np.ndarray) -> str | None:
+    """A document's text pieces as stored (``piece:<doc id>``: JSON texts + base64 little-endian float32
+    vectors); None where they pass one value's `MAX_VALUE` bytes or there are none."""
+    if not len(texts):
+        return None
+    raw = np.ascontiguousarray(vectors, dtype="<f4")
+    value = json.dumps({"texts": list(texts), "dim": int(raw.shape[1]),
+                        "vectors": base64.b64encode(raw.tobytes()).decode("ascii")})
+    return value if len(value.encode("utf-8")) <= MAX_VALUE else None
+
+
 def document_value(*, source: str | None, caption: str | None, width: int, height: int, metadata: dict[str, Any],
                    tags: Sequence[str], provenance: dict[str, Any]) -> str:
     """A document's ``doc:`` value (JSON). Captions past 16k characters are cut here (the chunk descriptions
@@ -232,6 +243,22 @@ class MilvusStore:
     def provenance(self, doc_id: str) -> dict[str, Any]:
         return self.provenances([doc_id]).get(doc_id, {})
 
+    def piece_vectors(self, keys: Iterable[tuple[str, str]], dim: int) -> dict[tuple[str, str], np.ndarray]:
+        """{(doc_id, text): float32 raw text vector} of the stored text pieces among `keys` (as the embedded
+        store's); a piece not stored, or stored with another dimension, is absent."""
+        wanted: dict[str, set[str]] = {}
+        for d, t in keys:
+            wanted.setdefault(str(d), set()).add(str(t))
+        out: dict[tuple[str, str], np.ndarray] = {}
+        for key, value in self.records.get([f"piece:{d}" for d in wanted]).items():
+            doc, stored = key[6:], json.loads(value)
+            if int(stored.get("dim", -1)) != dim:
+                continue
+            vectors = np.frombuffer(base64.b64decode(stored["vectors"]), dtype="<f4").reshape(-1, dim)
+            out.update(((doc, t), vectors[i].astype(np.float32)) for i, t in enumerate(stored["texts"])
+                       if t in wanted[doc])
+        return out
+
     def thumbnail(self, doc_id: str) -> bytes | None:
         value = self.records.get_one(f"thumb:{doc_id}")
         return base64.b64decode(value) if value else None
@@ -240,9 +267,10 @@ class MilvusStore:
         return bool(self.records.get([f"doc:{doc_id}"]))
 
     def count_documents(self) -> int:
-        """Documents stored (a count of document-level chunks: one query, whatever the size)."""
-        col = self._chunks()
-        return col.count('level == "document"') if col is not None else 0
+        """Documents stored: a count of document records (one query, whatever the size), so chunks a stopped
+        writer left without a record (kira.backends.milvus_orphans) are not counted."""
+        rows = self.records.client.query(self.records.name, filter='key like "doc:%"', output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
 
     def count_chunks(self) -> dict[str, int]:
         """Chunks per level."""

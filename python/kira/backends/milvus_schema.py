@@ -16,7 +16,9 @@ existing collection whose fields or dimensions differ from the config is refused
 from __future__ import annotations
 
 import logging
+import os
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,11 +231,49 @@ def _quiet_lite_timestamps() -> None:
             logger.addFilter(_LiteTimestampNoise())
 
 
-def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
+MIN_SERVER = (2, 5, 0)
+"""The oldest Milvus server kira's schema runs on: its BM25 function (full-text search over the
+descriptions, `enable_analyzer`) came with Milvus 2.5.0."""
+MIN_SERVER_WITHOUT_BM25 = (2, 4, 0)
+"""With ``MilvusConfig(bm25=False)``: two vector fields in one collection (visual, text) came with 2.4.0;
+2.3 refuses the schema ("multiple vector fields is not supported")."""
+
+
+class ServerTooOld(ValueError):
+    """The Milvus server at a uri is older than kira's schema needs (the message names the version)."""
+
+
+def _version_tuple(text: str) -> tuple[int, int, int] | None:
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return (int(found[1]), int(found[2]), int(found[3] or 0)) if found else None
+
+
+def check_server(client: Any, uri: str, minimum: tuple[int, int, int] = MIN_SERVER) -> str:
+    """The server's version string, after checking it is at least `minimum`. Milvus Lite (any version: it
+    ships with kira's pinned client) passes. Raises ServerTooOld naming the version needed and why; a
+    version string kira cannot read is logged and let through (the schema check at create still speaks)."""
+    version = str(client.get_server_version())
+    if version.startswith("milvus_lite"):
+        return version
+    have = _version_tuple(version)
+    if have is None:
+        log.warning("Milvus at %s reports version %r, which kira cannot read; it needs %s or newer", uri, version,
+                    ".".join(map(str, minimum)))
+        return version
+    if have < tuple(minimum):
+        why = ("its BM25 function for full-text search over descriptions" if tuple(minimum) >= (2, 5, 0)
+               else "two vector fields (visual, text) in one collection")
+        raise ServerTooOld(f"Milvus at {uri!r} is version {version}; kira needs Milvus {minimum[0]}.{minimum[1]} or newer "
+                           f"({why}). Upgrade the server, or use Milvus Lite (a uri ending in .db)")
+    return version
+
+
+def connect(uri: str, token: str = "", timeout: float = 10.0, *, minimum: tuple[int, int, int] = MIN_SERVER) -> Any:
     """A pymilvus MilvusClient for `uri` (a ".db" path runs Milvus Lite in this process).
 
     Raises ImportError naming ``kira[milvus]`` where pymilvus (or, for a ".db" uri, milvus-lite) is
-    missing, and ConnectionError naming the uri where nothing answers there.
+    missing, ConnectionError naming the uri where nothing answers there, and ServerTooOld (a
+    ValueError) naming the version needed where the server is older than `minimum` (`check_server`).
     """
     pm = require_pymilvus()
     if uri.endswith(".db"):
@@ -243,8 +283,9 @@ def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
             raise ImportError(f'uri {uri!r} is a Milvus Lite file, which needs milvus-lite: '
                               'pip install "kira[milvus]"') from exc
     _quiet_lite_timestamps()  # Milvus Lite's server (in-process or on a port) has no AllocTimestamp
+    started_by_others = uri.endswith(".db") and _lite_server_running(uri)
     try:
-        return pm.MilvusClient(uri=uri, token=token, timeout=timeout)
+        client = pm.MilvusClient(uri=uri, token=token, timeout=timeout)
     except pm.MilvusException as exc:
         if uri.endswith(".db") and _held_by_another_process(uri):
             raise ConnectionError(f"the Milvus Lite file {uri!r} is open in another process (Milvus Lite lets one "
@@ -253,6 +294,60 @@ def connect(uri: str, token: str = "", timeout: float = 10.0) -> Any:
                                   "base between processes") from None
         raise ConnectionError(f"cannot reach Milvus at {uri!r}: {exc}. Check the uri and that the "
                               "server is running (a path ending in .db runs Milvus Lite in-process)") from exc
+    if not uri.endswith(".db"):
+        try:
+            check_server(client, uri, minimum)
+        except BaseException:
+            client.close()
+            raise
+    else:
+        path = os.path.abspath(uri)
+        with _LITE_LOCK:
+            if path not in _LITE_USERS and not started_by_others:
+                _LITE_OWNED.add(path)  # kira started this file's server: its last kira client stops it
+            _LITE_USERS[path] = _LITE_USERS.get(path, 0) + 1
+        client._kira_lite_file = path  # what close_client releases
+    return client
+
+
+_LITE_LOCK = threading.Lock()
+_LITE_USERS: dict[str, int] = {}  # Milvus Lite file -> kira clients open on it in this process
+_LITE_OWNED: set[str] = set()  # Lite files whose in-process server a kira client started
+
+
+def _lite_server_running(uri: str) -> bool:
+    """Whether this process already serves the Milvus Lite file `uri` (started by a client that is not kira's)."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:
+        return False
+    return os.path.abspath(uri) in getattr(server_manager_instance, "_servers", {})
+
+
+def close_client(client: Any) -> None:
+    """Close a client `connect` returned. The last kira client of a Milvus Lite file also stops the
+    in-process Lite server of that file (where a kira client started it), which releases the file's
+    lock: another process (the CLI, a server) can open the knowledge base next. Safe to call twice."""
+    path = getattr(client, "_kira_lite_file", None)
+    try:
+        client.close()
+    finally:
+        if path is not None:
+            client._kira_lite_file = None
+            with _LITE_LOCK:
+                left = _LITE_USERS.get(path, 1) - 1
+                if left > 0:
+                    _LITE_USERS[path] = left
+                else:
+                    _LITE_USERS.pop(path, None)
+                owned = left <= 0 and path in _LITE_OWNED
+                if owned:
+                    _LITE_OWNED.discard(path)
+            if owned:
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(path)
+                log.debug("released the Milvus Lite file %s", path)
 
 
 class MilvusCollection:
@@ -279,11 +374,12 @@ class MilvusCollection:
         collection whose schema or dimensions differ from `config`: nothing is written),
         LookupError (no such collection and `create` is False).
         """
-        client = connect(config.uri, config.token, config.timeout)
+        client = connect(config.uri, config.token, config.timeout,
+                         minimum=MIN_SERVER if config.bm25 else MIN_SERVER_WITHOUT_BM25)
         try:
             return cls.attach(client, config, create=create)
         except BaseException:
-            client.close()
+            close_client(client)
             raise
 
     @classmethod
@@ -324,8 +420,8 @@ class MilvusCollection:
                 self.client.drop_collection(name)
 
     def close(self) -> None:
-        """Close the client (Milvus Lite keeps serving other clients of the same file)."""
-        self.client.close()
+        """Close the client (`close_client`: the last one of a Milvus Lite file releases the file)."""
+        close_client(self.client)
 
     def __enter__(self) -> "MilvusCollection":
         return self

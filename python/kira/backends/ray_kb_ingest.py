@@ -50,6 +50,16 @@ def _caption(path: str, captions: Mapping[str, str] | None, root: str | None) ->
         return stream.read().decode("utf-8", errors="replace").strip() or None
 
 
+def _node_id() -> str:
+    """The Ray node id of this process ("" outside Ray)."""
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id()) if ray.is_initialized() else ""
+    except Exception:  # noqa: BLE001 - a Ray without a runtime context here: not on a node
+        return ""
+
+
 class KbEncodeAndWrite:
     """Ray actor: the model stack and a Milvus client, loaded once; encodes and writes batches of images."""
 
@@ -67,17 +77,20 @@ class KbEncodeAndWrite:
         self.levels, self.caption_children = tuple(options["levels"]), options["caption_children"]
         self.captions, self.root = options["captions"], options["root"]
         self.tags, self.metadata, self.max_pixels = options["tags"], options["metadata"], options["max_pixels"]
+        self.pieces, self.patch_pieces = bool(options.get("pieces")), bool(options.get("patch_pieces"))
+        self.node = _node_id()  # which Ray node this actor runs on (the driver counts them)
 
     def _write(self, items: list[dict[str, Any]], ordinals: list[int]) -> dict[str, int]:
         from kira.backends.milvus_kb_writes import encode_items, write_items
 
         batch = encode_items(self.stack, items, ordinals, chunking=self.chunking, levels=self.levels,
-                             caption_children=self.caption_children)
+                             caption_children=self.caption_children, pieces=self.pieces, patch_pieces=self.patch_pieces)
         write_items(self.collection, self.records, batch)
         return batch.chunks_per_doc
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from kira.images import ImageError
+        from kira.knowledge_base.ingest import file_digest
         from kira.knowledge_base.inputs import clean_text, tags_arg
 
         status: dict[str, tuple[str, str, int]] = {}
@@ -93,7 +106,8 @@ class KbEncodeAndWrite:
                 status[path] = ("skipped", str(exc), 0)
                 continue
             items.append({"pixels": pixels, "doc_id": doc_id, "caption": clean_text(caption, f"the caption of {path}"),
-                          "tags": tags, "metadata": metadata, "source": path, "sequence": None, "view": None})
+                          "tags": tags, "metadata": metadata, "source": path, "sequence": None, "view": None,
+                          "digest": file_digest(path) if "://" not in path else None})
             ordinals.append(int(ordinal))
         try:
             counts = self._write(items, ordinals) if items else {}
@@ -112,7 +126,8 @@ class KbEncodeAndWrite:
         return {"path": np.array(paths, dtype=object), "doc_id": batch["doc_id"],
                 "status": np.array([status[p][0] for p in paths], dtype=object),
                 "reason": np.array([status[p][1] for p in paths], dtype=object),
-                "chunks": np.array([status[p][2] for p in paths], dtype=np.int64)}
+                "chunks": np.array([status[p][2] for p in paths], dtype=np.int64),
+                "node": np.array([self.node] * len(paths), dtype=object)}
 
 
 def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = None, actors: int | None = None,
@@ -132,7 +147,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     kira.knowledge_base.ingest logs at INFO). Raises ValueError for an embedded knowledge base
     (naming the fix), a read-only one, or batch_size < 1; ImportError naming ``kira[ray]``.
     """
-    from kira.knowledge_base.ingest import IngestSummary, _progress
+    from kira.knowledge_base.ingest import IngestSummary, _changed, _progress, file_digest
 
     if getattr(kb, "backend", "embedded") != "milvus":
         raise ValueError(f"{kb.path} is an embedded knowledge base; --engine ray writes to a knowledge base created "
@@ -149,10 +164,15 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     stored = set(kb._records.get([f"doc:{d}" for _, d in listed]))
     todo = []
     for path, doc_id in listed:
-        if f"doc:{doc_id}" in stored:
-            summary.skipped.append((path, f"document id {doc_id!r} is already in the knowledge base"))
-        else:
+        if f"doc:{doc_id}" not in stored:
             todo.append((path, doc_id))
+            continue
+        try:  # as the local ingest: unchanged files counted, a changed one reported (a uri: by its source)
+            change = _changed(kb, doc_id, Path(path) if "://" not in path else path,
+                              file_digest(path) if "://" not in path else "")
+        except OSError as exc:
+            change = f"cannot read it ({exc.strerror or exc})"
+        (summary.unchanged.append(doc_id) if change is None else summary.skipped.append((path, change)))
     if not todo:
         return summary
     collection = kb._ensure_chunks()  # dims and the models' identity are stored before any actor writes
@@ -165,11 +185,13 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     options = {"threads": max(1, int(cpus_per_actor)), "chunking": asdict(kb.config.chunking),
                "levels": list(kb.levels), "caption_children": kb.caption_children, "captions": captions,
                "root": root, "image_encoder": image_encoder_choice(kb.built_with().get("image")),
-               "tags": tags, "metadata": metadata, "max_pixels": max_pixels}
+               "tags": tags, "metadata": metadata, "max_pixels": max_pixels,
+               "pieces": kb.config.grounding.pieces_at_ingest, "patch_pieces": kb.config.grounding.patch_pieces_at_ingest}
     own_ray = not ray.is_initialized()
     if own_ray:
         start_ray(ray, address)
     bar = _progress(len(todo), progress)
+    nodes: set[str] = set()
     try:
         ray.data.DataContext.get_current().enable_progress_bars = False  # kira's own bar counts images
         pool = actor_pool_size(ray.available_resources(), cpus_per_actor=cpus_per_actor, requested=actors)
@@ -180,6 +202,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
                             compute=ray.data.ActorPoolStrategy(size=pool))
         for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
             summary.batches += 1
+            nodes.update(str(n) for n in batch.get("node", ()) if n)
             for path, doc_id, status, reason in zip(batch["path"], batch["doc_id"], batch["status"], batch["reason"]):
                 if status == "added":
                     summary.added.append(str(doc_id))
@@ -195,5 +218,6 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
             stop_ray(ray)
     kb.note_external_writes()  # the actors wrote: flush and publish their writes
     kb.commit()
-    log.info("ray ingest: %d added, %d skipped with %d actor(s)", len(summary.added), len(summary.skipped), pool)
+    log.info("ray ingest: %d added, %d skipped with %d actor(s) on %d node(s)", len(summary.added),
+             len(summary.skipped), pool, len(nodes))
     return summary

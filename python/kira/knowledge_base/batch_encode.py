@@ -6,7 +6,9 @@ backend's distributed ingest (kira.backends.milvus_encode, in Ray actors) both c
 Per image: the chunk plan (document, regions, patches), OCR lines when the stack reads
 text, the descriptions, one forward pass for every chunk's visual vector when the image
 encoder offers ``encode_boxes`` (the CNN; else one call per crop, batched), and the
-tagger's labels. Texts are encoded once each, in batches of `ENCODE_BATCH`.
+tagger's labels. Texts are encoded once each, in batches of `ENCODE_BATCH`. A CNN runs once
+over the whole batch first (batched), and each image's region proposal, tags and chunk
+vectors read that pass from the CNN's cache.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
     box_rows: list[np.ndarray] = []
     tagger = getattr(getattr(stack, "captioner", None), "labels", None)
     out = EncodedBatch([], [], np.zeros(0), np.zeros(0))
+    _forward_all(stack.image, [item["pixels"] for item in items if item["pixels"] is not None])
     for item in items:
         if item["pixels"] is None:
             plans.append(None)
@@ -85,6 +88,18 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
         visual = encode_all(stack.image, crops)
     out.plans, out.texts, out.visual, out.text = plans, texts, visual, encode_texts(stack.text, texts)
     return out
+
+
+def _forward_all(encoder: Any, images: list[np.ndarray]) -> None:
+    """One batched forward pass over the batch's images where the image encoder (or the CNN inside a fused
+    one) keeps a content-keyed cache of forward passes (`forward`): the region proposer, the tagger and the
+    chunk vectors of each image then read that cache instead of running the network one image at a time."""
+    for part in (encoder, getattr(encoder, "cnn", None)):
+        forward = getattr(part, "forward", None)
+        cache_items = getattr(getattr(part, "config", None), "cache_items", 0)
+        if callable(forward) and images and isinstance(cache_items, int) and cache_items >= len(images):
+            forward(images)
+            return
 
 
 def encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:

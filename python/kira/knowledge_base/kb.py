@@ -31,6 +31,7 @@ from kira.knowledge_base.chunker import LEVELS, levels_arg
 from kira.knowledge_base.kb_adaptation import AdapterAndBridge
 from kira.knowledge_base.kb_views import DerivedViews
 from kira.knowledge_base.kb_writing import MAX_ENCODED_CHARS, Writing
+from kira.knowledge_base.model_fallbacks import recorded_fallbacks
 from kira.knowledge_base.model_identity import RecordedModels
 from kira.knowledge_base.store import Store
 from kira.knowledge_base.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces, remove_stale_temporaries,
@@ -415,4 +416,5 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
             "levels": list(self.levels),
             "models": self.built_with(),
             "profile": "" if self.profile.empty else (self.profile.name or "(unnamed)"),
+            "model_fallbacks": recorded_fallbacks(self),  # models that fell back when it was built
         }

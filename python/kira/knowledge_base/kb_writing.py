@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -18,6 +19,7 @@ from kira.images import ImageLike, load_image
 from kira.knowledge_base.batch_encode import (
     ENCODE_BATCH,
     MAX_ENCODED_CHARS,
+    EncodedBatch,
     encode_batch,
     encode_texts,
 )
@@ -26,7 +28,16 @@ from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
 from kira.reasoning.verifier import summary_pieces
 
 THUMBNAIL_SIDE = 160
-__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "Writing"]
+__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing"]
+
+
+@dataclass
+class PreparedBatch:
+    """A batch encoded and ready to store (`Writing._prepare_images`): chunks, descriptions and vectors, and
+    each item's thumbnail PNG (None for an item without an image)."""
+
+    encoded: EncodedBatch
+    thumbnails: list[bytes | None]
 
 
 def _thumbnail_png(image: np.ndarray) -> bytes:
@@ -171,16 +182,33 @@ class Writing:
         self._add_images(items)
         return str(doc_id)
 
+    def _prepare_images(self, items: Sequence[Mapping[str, Any]]) -> PreparedBatch:
+        """Chunk, describe and encode a batch and make its thumbnails: all of `_add_images` that does not touch
+        the store, so a bulk ingest runs it in a second thread while this one stores the batch before."""
+        batch = encode_batch(self.models, items, self.config.chunking, self.levels,
+                             caption_children=self.caption_children)
+        thumbnails = [_thumbnail_png(item["pixels"]) if item["pixels"] is not None else None for item in items]
+        return PreparedBatch(batch, thumbnails)
+
     def _add_images(self, items: list[dict[str, Any]]) -> list[str]:
         """Encode and insert a batch (one encoder call per space); all or nothing on error."""
-        vectors = self._ensure_dims()
-        stack = self.models
+        self._check_new(items)
+        return self._add_prepared(items, self._prepare_images(items))
+
+    def _check_new(self, items: Sequence[Mapping[str, Any]]) -> None:
+        self._ensure_dims()
         seen: set[str] = set()
         for item in items:
             if item["doc_id"] in seen or self.store.has_document(item["doc_id"]):
                 raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or pick another id")
             seen.add(item["doc_id"])
-        batch = encode_batch(stack, items, self.config.chunking, self.levels, caption_children=self.caption_children)
+
+    def _add_prepared(self, items: list[dict[str, Any]], prepared: PreparedBatch) -> list[str]:
+        """Store a batch `_prepare_images` encoded (its text pieces encoded here); all or nothing on error."""
+        self._check_new(items)
+        vectors = self._ensure_dims()
+        stack = self.models
+        batch = prepared.encoded
         plans, texts, visual, text = batch.plans, batch.texts, batch.visual, batch.text
         labels, read_lines = batch.labels, batch.read_lines
         dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
@@ -205,12 +233,13 @@ class Writing:
                     self.store.insert_document(
                         item["doc_id"], source=source, caption=item["caption"], width=w, height=h,
                         metadata=item["metadata"], tags=item["tags"],
-                        thumbnail=_thumbnail_png(pixels) if pixels is not None else None,
+                        thumbnail=prepared.thumbnails[n],
                         provenance={
                             "source": source or "(in memory)",
                             "image_encoder": image_identity or type(stack.image).__name__,
                             "text_encoder": type(stack.text).__name__,
                             "described_by": "user caption/tags" if (item["caption"] or item["tags"]) else "captioner",
+                            **({"digest": item["digest"]} if item.get("digest") else {}),
                             **({"labels": labels[item["doc_id"]]} if labels.get(item["doc_id"]) else {}),
                             **({"text_read": read_lines[item["doc_id"]]} if read_lines.get(item["doc_id"]) else {}),
                         },

@@ -100,7 +100,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         ImportError naming ``kira[milvus]`` without pymilvus / milvus-lite, ConnectionError
         naming the uri where no Milvus answers there.
         """
-        from kira.backends.milvus_schema import connect
+        from kira.backends.milvus_schema import close_client, connect
         from kira.profile import as_profile
 
         profile = as_profile(profile)
@@ -127,7 +127,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
             kb._apply_settings()
             kb.config, kb._profile = config, profile
         except BaseException:
-            client.close()
+            close_client(client)
             raise
         return kb
 
@@ -136,7 +136,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         """Whether a knowledge base of this name is at `uri` (or, without one, in the directory). Raises what
         connecting raises (ConnectionError naming the uri, ImportError naming ``kira[milvus]``)."""
         from kira.backends.milvus_kb_store import KbRecords
-        from kira.backends.milvus_schema import connect
+        from kira.backends.milvus_schema import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
@@ -145,7 +145,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         try:
             return KbRecords(client, name).exists()
         finally:
-            client.close()
+            close_client(client)
 
     @classmethod
     def open(cls, path_or_name: str | os.PathLike, models: Any = None, *, uri: str | None = None, token: str = "",
@@ -154,7 +154,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         where there is no such knowledge base, where its collection's schema or dimensions differ from its
         stored settings, or where `models` encodes with other models than it was built with;
         ConnectionError naming the uri where no Milvus answers; ImportError naming ``kira[milvus]``."""
-        from kira.backends.milvus_schema import connect
+        from kira.backends.milvus_schema import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None and not (local / LITE_FILE).exists():
@@ -174,8 +174,11 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
                 kb.check_models(models)
                 kb._check_dims(models)
             kb._seen_generation = kb.store.generation()
+            from kira.backends.milvus_orphans import recover
+
+            recover(kb)  # chunks a stopped writer left without a document record (kira.backends.milvus_orphans)
         except BaseException:
-            client.close()
+            close_client(client)
             raise
         return kb
 
@@ -283,40 +286,28 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
             raise ValueError(f"{self.name} is closed; open it again with KnowledgeBase.open")
 
     def _add_images(self, items: list[dict[str, Any]]) -> list[str]:
-        """Encode and store a batch (`kira.backends.milvus_kb_writes`); a duplicate doc id -> ValueError,
-        nothing written."""
-        from kira.backends.milvus_kb_writes import encode_items, renumber, write_items
-        from kira.backends.milvus_writes import reserve_ordinals
+        """Encode and store a batch (`kira.backends.milvus_kb_writes.add_items`); a duplicate doc id ->
+        ValueError, nothing written."""
+        from kira.backends.milvus_kb_writes import add_items
 
         self._writable()
-        collection = self._ensure_chunks()
-        seen: set[str] = set()
-        stored = self._records.get([f"doc:{item['doc_id']}" for item in items])  # one round trip for the batch
-        for item in items:
-            if item["doc_id"] in seen or f"doc:{item['doc_id']}" in stored:
-                raise ValueError(f"document {item['doc_id']!r} is already in the knowledge base; remove it first or "
-                                 "pick another id")
-            seen.add(item["doc_id"])
-        batch = encode_items(self.models, items, list(range(len(items))), chunking=self.config.chunking, levels=self.levels,
-                             caption_children=self.caption_children, group_size=self.store.group_size)
-        first = reserve_ordinals(collection, len(items))  # only once the batch encoded: no ids wasted on errors
-        batch = renumber(batch, first)
-        write_items(collection, self._records, batch)
+        add_items(self, self._ensure_chunks(), items)
         self._changed = self._unflushed = True
         self._caches.clear()
         return [item["doc_id"] for item in items]
 
     def remove(self, doc_id: str) -> None:
-        """Remove a document and all its chunks (a cascade in Milvus: every chunk with its ``doc_id``).
-        Unknown id -> ValueError."""
+        """Remove a document and all its chunks (a cascade in Milvus: every chunk with its ``doc_id``), also
+        chunks a stopped writer left without the document's record. Unknown id -> ValueError."""
+        from kira.backends.milvus_orphans import orphaned
         from kira.backends.milvus_writes import delete_documents
 
         self._writable()
-        if not self.store.has_document(doc_id):
+        if not self.store.has_document(doc_id) and not orphaned(self, [doc_id]):
             raise ValueError(f"no document {doc_id!r} in the knowledge base")
         if self._collection is not None:
             delete_documents(self._collection, [doc_id])
-        self._records.delete([f"doc:{doc_id}", f"thumb:{doc_id}"])
+        self._records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
         self._changed = self._unflushed = True
         self._caches.clear()
 
@@ -357,14 +348,17 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         self._caches.clear()
 
     def close(self) -> None:
-        """Commit (writers), then close the client. Safe to call twice."""
+        """Commit (writers), then close the client; the last client of a Milvus Lite file in this process
+        releases the file, so another process can open the knowledge base next. Safe to call twice."""
         if self._records is None:
             return
+        from kira.backends.milvus_schema import close_client
+
         try:
             if not self.read_only:
                 self.commit()
         finally:
-            self._client.close()
+            close_client(self._client)
             self._records = None
             self._collection = None
             self._indexes = {}
@@ -375,7 +369,9 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         for name in (self.name, f"{self.name}__meta", self._records.name):
             if self._client.has_collection(name):
                 self._client.drop_collection(name)
-        self._client.close()  # closed: nothing is left to commit to
+        from kira.backends.milvus_schema import close_client
+
+        close_client(self._client)  # closed: nothing is left to commit to
         self._records, self._collection, self._indexes = None, None, {}
 
     def __enter__(self) -> MilvusKnowledgeBase:

@@ -140,6 +140,14 @@ class MilvusViews(CompoundQueries):
         raise ValueError("few-shot classification (kb.classify) needs kb.adapt, which the Milvus backend does not "
                          "support yet; use an embedded knowledge base")
 
+    def store_text_pieces(self, *, batch: int = 32) -> int:
+        """Refused: on the Milvus backend each document's text pieces are written with it at ingest (local and
+        Ray alike, ``piece:<doc id>`` rows, `GroundingConfig.pieces_at_ingest`); documents written without them
+        are verified all the same (the verifier encodes the evidence it cites, same scores). Raises ValueError."""
+        raise ValueError("store_text_pieces: not supported on the Milvus backend, whose ingest stores each document's "
+                         "text pieces as it writes it (GroundingConfig.pieces_at_ingest); for documents without them "
+                         "the verifier encodes the evidence it cites (same scores, more time per ask)")
+
     def bridge(self) -> Any:
         """The TextToImageBridge fitted on the captioned documents' vectors read from Milvus, or None (fewer
         than 2 captioned documents). Fitted once per commit in each process."""
@@ -196,6 +204,8 @@ class MilvusViews(CompoundQueries):
 
     def stats(self) -> dict[str, Any]:
         """What the knowledge base holds: documents, chunks per level, groups, index sizes, where it lives."""
+        from kira.knowledge_base.model_fallbacks import recorded_fallbacks
+
         groups = self.store.groups()
         return {
             "path": str(self.path), "uri": self.uri, "collection": self.name, "backend": "milvus",
@@ -206,4 +216,5 @@ class MilvusViews(CompoundQueries):
             "dims": json.loads(self._setting("dims", "null") or "null"),
             "generation": self.store.generation(), "adapter": None, "levels": list(self.levels),
             "models": self.built_with(), "profile": "" if self.profile.empty else (self.profile.name or "(unnamed)"),
+            "model_fallbacks": recorded_fallbacks(self),
         }

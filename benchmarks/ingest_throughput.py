@@ -1,0 +1,180 @@
+"""Ingest end to end against the image encoder alone, side by side in one process.
+
+Issue 33.1: the default ingest (decode, encode, regions, descriptions, text pieces, commit) should
+run at >= 0.8x the throughput of the default stack's image encoder alone, on the same machine
+and the same images. Both run here, alternately, in one process with one model stack:
+
+* **encoder alone**: the images decoded beforehand (not timed), then ``stack.image.encode`` over
+  them in batches of `--batch` (the document vector of every image, nothing else);
+* **ingest**: ``KnowledgeBase.create`` + ``kb.ingest(folder)`` + ``close`` into a new embedded
+  knowledge base, with the defaults (every chunk level, text pieces, thumbnails), and once more
+  with the text pieces left for later (``GroundingConfig.pieces_at_ingest = False``).
+
+Besides images/s (wall) it prints CPU-ms per image (all threads of the process): on a machine
+shared with other jobs the CPU ratio is the steadier figure.
+
+The CNN's content-keyed forward cache is emptied before each run, so neither run reuses the
+other's forward passes. Wall time on a shared machine moves with its load: the load average is
+printed, the ratio is the figure to read. Images: real pictures only (scikit-image's data
+images and resized / cropped copies of them, scikit-learn's two sample photographs, and
+Fashion-MNIST items from Debian's ``dataset-fashion-mnist``, upscaled 4x), about `--images` files.
+
+Usage: python benchmarks/ingest_throughput.py [--images 300] [--rounds 2] [--profile FILE.prof]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+FASHION = Path("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz")
+SKIMAGE = ("astronaut", "camera", "coffee", "chelsea", "rocket", "coins", "moon", "page", "horse", "text",
+           "immunohistochemistry", "retina", "motorcycle_left", "cat", "grass", "gravel", "brick", "clock",
+           "hubble_deep_field", "colorwheel", "logo", "cell", "human_mitosis", "microaneurysms", "eagle")
+
+
+def _uint8(pixels: np.ndarray) -> np.ndarray:
+    if pixels.dtype == bool:
+        return pixels.astype(np.uint8) * 255
+    if pixels.dtype != np.uint8:
+        return (255 * (pixels - pixels.min()) / max(float(np.ptp(pixels)), 1e-9)).astype(np.uint8)
+    return pixels
+
+
+def write_images(folder: Path, n: int) -> int:
+    """About `n` real images into `folder` (module docstring); returns how many were written."""
+    from PIL import Image
+    from skimage import data
+    from sklearn.datasets import load_sample_images
+
+    folder.mkdir(parents=True, exist_ok=True)
+    photos: list[tuple[str, Image.Image]] = []
+    for name in SKIMAGE:
+        try:
+            pixels = _uint8(np.asarray(getattr(data, name)()))
+        except Exception:  # noqa: BLE001 - a data file this scikit-image does not ship
+            continue
+        if pixels.ndim == 3 and pixels.shape[2] > 3:
+            pixels = pixels[..., :3]
+        if pixels.ndim == 3 and pixels.shape[2] == 2 or pixels.ndim > 3:
+            continue
+        photos.append((name, Image.fromarray(pixels)))
+    for i, pixels in enumerate(load_sample_images().images):
+        photos.append((f"sample{i}", Image.fromarray(pixels)))
+    made = 0
+    for name, im in photos:  # each photo at <= 512 px, a 256 px copy and a cropped 320 px copy
+        for tag, side, crop in (("a", 512, False), ("b", 256, False), ("c", 320, True)):
+            if made >= n:
+                return made
+            copy = im.copy()
+            if crop:
+                w, h = copy.size
+                copy = copy.crop((w // 8, h // 8, w - w // 8, h - h // 8))
+            copy.thumbnail((side, side))
+            copy.save(folder / f"{name}_{tag}.{'jpg' if tag == 'b' and copy.mode == 'RGB' else 'png'}")
+            made += 1
+    if FASHION.is_file() and made < n:
+        with gzip.open(FASHION) as f:
+            items = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28)
+        for i in range(n - made):
+            Image.fromarray(np.kron(items[i], np.ones((4, 4), np.uint8))).save(folder / f"fashion_{i:04d}.png")
+            made += 1
+    return made
+
+
+def _clear_forward_cache(stack) -> None:
+    for enc in (stack.image, getattr(stack.image, "cnn", None)):
+        cache = getattr(enc, "_cache", None)
+        if cache is not None:
+            cache.clear()
+
+
+def encoder_alone(stack, folder: Path, batch: int) -> tuple[float, float, int]:
+    """(wall s, CPU s, images) of `stack.image.encode` over the decoded images in `folder`."""
+    from kira.images import load_image
+    from kira.knowledge_base.ingest import collect_paths
+
+    images = [load_image(p) for p in collect_paths(folder)]
+    _clear_forward_cache(stack)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for start in range(0, len(images), batch):
+        stack.image.encode(images[start : start + batch])
+    return time.perf_counter() - t0, time.process_time() - c0, len(images)
+
+
+def ingest_run(stack, folder: Path, work: Path, *, pieces: bool = True) -> tuple[float, float, int]:
+    """(wall s, CPU s, images added) of a default ingest of `folder` into a new knowledge base (`pieces`:
+    False leaves the text pieces out, `GroundingConfig.pieces_at_ingest = False`)."""
+    import dataclasses
+
+    from kira.config import KiraConfig
+    from kira.knowledge_base import KnowledgeBase
+
+    config = KiraConfig()
+    if not pieces:
+        config = dataclasses.replace(config, grounding=dataclasses.replace(config.grounding, pieces_at_ingest=False))
+    target = work / "kb"
+    shutil.rmtree(target, ignore_errors=True)
+    _clear_forward_cache(stack)
+    t0, c0 = time.perf_counter(), time.process_time()
+    with KnowledgeBase.create(target, config=config, models=stack) as kb:
+        summary = kb.ingest(folder, progress=False)
+    return time.perf_counter() - t0, time.process_time() - c0, len(summary.added)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=16, help="images per encoder call (encoder alone)")
+    parser.add_argument("--profile", help="write a cProfile of one ingest run here and print its top entries")
+    args = parser.parse_args()
+
+    from kira.models import load_default
+
+    stack = load_default()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        n = write_images(work / "images", args.images)
+        print(f"{n} real images; stack: {stack.identity()}; cores: {os.cpu_count()}")
+        ingest_run(stack, work / "images", work)  # warm-up: graphs built, sessions and caches of the models ready
+        if args.profile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+            ingest_run(stack, work / "images", work)
+            prof.disable()
+            prof.dump_stats(args.profile)
+            pstats.Stats(args.profile).sort_stats("cumulative").print_stats(35)
+        enc, ing, bare = [], [], []
+        for _ in range(args.rounds):
+            enc.append(encoder_alone(stack, work / "images", args.batch))
+            ing.append(ingest_run(stack, work / "images", work))
+            bare.append(ingest_run(stack, work / "images", work, pieces=False))
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print("| run | round | wall s | CPU s | images | images/s |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for name, runs in (("image encoder alone", enc), ("ingest, end to end (default)", ing),
+                           ("ingest, text pieces left for later", bare)):
+            for r, (wall, cpu, count) in enumerate(runs, 1):
+                print(f"| {name} | {r} | {wall:.2f} | {cpu:.2f} | {count} | {count / wall:.1f} |")
+        enc_rate = max(c / w for w, _, c in enc)
+        enc_cpu = min(cpu / c for _, cpu, c in enc)
+        for name, runs in (("ingest (default)", ing), ("ingest without text pieces", bare)):
+            rate, cpu = max(c / w for w, _, c in runs), min(cpu / c for _, cpu, c in runs)
+            print(f"{name}: {rate:.1f} images/s, {1000 * cpu:.0f} CPU-ms/image; ratio to the encoder alone "
+                  f"({enc_rate:.1f} images/s, {1000 * enc_cpu:.0f} CPU-ms/image): wall {rate / enc_rate:.2f}, "
+                  f"CPU {enc_cpu / cpu:.2f}")
+
+
+if __name__ == "__main__":
+    main()
