@@ -134,8 +134,14 @@ def test_a_claim_citing_only_evidence_off_the_question_is_not_grounded(kira):
     assert dataclasses.replace(judged, reasoning=()).claims != answer.claims
 
 
-def test_the_card_hop_chain_names_documents_not_chunk_ids(kira):
-    result = kira.ask("a cup of coffee", top_k=3)  # full: residual hops run
+def test_the_card_hop_chain_names_documents_not_chunk_ids(kira, kb):
+    # full, with a query image: residual hops start from its vector (a text question on this uncaptioned
+    # knowledge base has no visual start: its bridge measures no skill and feedback has nothing to seed from)
+    from PIL import Image
+
+    image = np.asarray(Image.open(kb.documents()["IMG_1001"].source).convert("RGB"))
+    h, w = image.shape[:2]
+    result = kira.ask("a cup of coffee", image=image[h // 8: 7 * h // 8, w // 8: 7 * w // 8], top_k=3)
     assert result.card.hops and all(set(h["documents"]) <= set(PHOTOS) for h in result.card.hops)
     chain = result.card.to_html().split("hop chain")[1].split("stop reason")[0]
     assert "IMG_100" in chain and not any(f": {i}" in chain for h in result.card.hops for i in h["ids"])
