@@ -76,3 +76,23 @@ def test_the_readme_example_runs_and_does_what_its_comments_say(tmp_path, monkey
         assert result.answer.text in printed.getvalue() and "critic" in printed.getvalue().lower()
     finally:
         kb.close()
+
+
+def test_the_readme_visual_rag_example_runs_and_does_what_its_comments_say():
+    """The visual-rag block, run as written with `pixels` a real photo of an orange cat (skimage's chelsea)."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("The visual-rag reference API works as that repository documents it:", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    scope: dict = {"__name__": "readme_visual_rag", "pixels": np.ascontiguousarray(skimage_data.chelsea())}
+    exec(compile(code, "README.md (visual-rag example)", "exec"), scope)  # noqa: S102 - the README's own code
+    out = scope["out"]
+    assert out.results[0].image_id == "img_cat"
+    assert out.answer.citations == ("img_cat",) and "orange cat on a sofa" in out.answer.text.lower()
+    assert "[img_cat]" in out.context.render() and "tags=cat, indoor" in out.context.render()
+    import gc
+
+    kept = scope["rag"].path.parent  # the temporary directory the example never closes
+    assert kept.is_dir()
+    scope.clear()
+    gc.collect()
+    assert not kept.exists()  # closed and deleted when dropped, without a ResourceWarning

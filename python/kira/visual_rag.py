@@ -21,7 +21,9 @@ is removed on `close()`); pass `path=` to keep the knowledge base.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -100,12 +102,15 @@ class VisualRAG:
                  variant: str = "full", config: Any = None) -> None:
         from kira.knowledge_base import KnowledgeBase
 
-        self._tmp = tempfile.TemporaryDirectory(prefix="kira-visualrag-") if path is None else None
-        self.path = Path(self._tmp.name) / "kb" if self._tmp is not None else Path(path)  # type: ignore[arg-type]
+        self._tmp = Path(tempfile.mkdtemp(prefix="kira-visualrag-")) if path is None else None
+        self.path = self._tmp / "kb" if self._tmp is not None else Path(path)  # type: ignore[arg-type]
         if (self.path / "kira.sqlite").is_file():
             self.kb = KnowledgeBase.open(self.path, models=models)
         else:
             self.kb = KnowledgeBase.create(self.path, config=config, models=models)
+        # visual-rag's API has no close(): a VisualRAG dropped without one closes its knowledge base, and
+        # deletes a temporary one, when it is collected or at exit
+        self._finalizer = weakref.finalize(self, _release, self.kb, self._tmp)
         self._generator = generator
         self._variant = variant
         self._pending: list[dict[str, Any]] = []
@@ -164,17 +169,22 @@ class VisualRAG:
         return RAGOutput(question, results, context, _with_image_ids(result.answer, result.evidence, context))
 
     def close(self) -> None:
-        """Commit and close the knowledge base; a temporary one is deleted."""
-        self.kb.close()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        """Commit and close the knowledge base; a temporary one is deleted. Called when the VisualRAG is
+        collected or at interpreter exit if not before."""
+        self._finalizer()
 
     def __enter__(self) -> VisualRAG:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _release(kb: Any, tmp: Path | None) -> None:
+    """Close `kb` and delete the temporary directory `tmp` holding it (None: a user's path, kept)."""
+    kb.close()
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _with_image_ids(answer: Answer, pack: EvidencePack, context: Context) -> GroundedAnswer:
