@@ -75,9 +75,9 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
     batch = encode_batch(stack, items, chunking, levels, caption_children=caption_children)
     piece_rows: list[tuple[list[str], Any]] = []
     if pieces:
-        from kira.knowledge_base.kb_writing import encode_pieces, stored_descriptions
+        from kira.knowledge_base.kb_writing import encode_pieces, stored_pieces
 
-        piece_rows = encode_pieces(stack.text, stored_descriptions(items, batch.plans, batch.texts, patches=patch_pieces),
+        piece_rows = encode_pieces(stack.text, stored_pieces(items, batch.plans, batch.texts, patches=patch_pieces),
                                    batch.texts, batch.text)
     image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
     out = KbBatch()

@@ -220,6 +220,27 @@ class StoreReads:
                 out[doc].append(description or "")
         return out
 
+    def described_chunks(self, doc_ids: Iterable[str], *, patches: bool = True
+                         ) -> dict[str, tuple[str | None, bool, list[tuple[str, str]]]]:
+        """doc_id -> (its caption, whether it has an image, [(level, description)] of its chunks by chunk id,
+        without patch chunks' unless `patches`): what `kira.knowledge_base.kb_writing.pieces_to_store` reads."""
+        docs = list(dict.fromkeys(doc_ids))
+        out: dict[str, tuple[str | None, bool, list[tuple[str, str]]]] = {}
+        levels = "" if patches else " AND c.level != 'patch'"
+        for start in range(0, len(docs), 900):
+            part = docs[start : start + 900]
+            heads = self.conn.execute(
+                f"SELECT doc_id, caption, width FROM documents WHERE doc_id IN ({','.join('?' * len(part))})", part)
+            for doc, caption, width in heads:
+                out[doc] = (caption, bool(width), [])
+            rows = self.conn.execute(
+                f"SELECT c.doc_id, c.level, c.description FROM chunks c WHERE c.doc_id IN ({','.join('?' * len(part))})"
+                f"{levels} ORDER BY c.id", part)
+            for doc, level, description in rows:
+                if doc in out:
+                    out[doc][2].append((level, description or ""))
+        return out
+
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
         """Rows of the given chunk ids (unknown ids are absent from the result)."""
         out: dict[int, ChunkRow] = {}
