@@ -1,6 +1,6 @@
 """Real uncaptioned photos with the default model stack: ingest stores no text piece that only says how
-an image looks (the describer's brightness, colour, texture and salient-region parts), and answers do not
-change: against a knowledge base whose ingest stored no pieces at all (the verifier then encodes every piece
+an image looks (the describer's brightness, colour, texture and salient-region parts) nor a region's own
+pieces (its description and location), and answers do not change: against a knowledge base whose ingest stored no pieces at all (the verifier then encodes every piece
 it meets), the same answers, grounding and flags, for questions about content and about appearance."""
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ def _looks(description: str) -> set[str]:
 def test_ingest_encodes_and_stores_no_piece_that_only_says_how_a_photo_looks(built):
     kbs, _ = built
     kb, encoded = kbs["stored"]
-    rows = kb.store.conn.execute("SELECT doc_id, level, description FROM chunks WHERE level != 'patch'").fetchall()
+    rows = kb.store.conn.execute("SELECT doc_id, level, description FROM chunks WHERE level = 'document'").fetchall()
     looks = {p for _, _, d in rows for p in _looks(d)}
     assert any("salient region" in p for p in looks) and any("image (" in p for p in looks)
     stored = {t for (t,) in kb.store.conn.execute("SELECT text FROM text_pieces")}
     assert stored and not stored & looks and not set(encoded) & looks
     kept = {p for _, _, d in rows for p in summary_pieces(d)} - looks
-    assert stored == kept  # everything else is stored: whole descriptions, labels, regions' locations
-    assert any(p.startswith("labels:") for p in stored)
+    assert stored == kept  # everything else of a document's description is stored: the whole, its labels
+    assert any(p.startswith("labels:") for p in stored) and not any("region at x" in p for p in stored)
 
 
 def test_answers_are_the_same_as_when_the_verifier_encodes_every_piece(built):

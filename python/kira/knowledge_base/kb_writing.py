@@ -29,8 +29,8 @@ from kira.reasoning.shown import appearance_parts
 from kira.reasoning.verifier import summary_pieces
 
 THUMBNAIL_SIDE = 160
-__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing", "encode_pieces", "pieces_to_store",
-           "stored_pieces"]
+__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing", "encode_pieces", "piece_levels",
+           "pieces_to_store", "stored_pieces"]
 
 
 @dataclass
@@ -78,11 +78,20 @@ def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str
     return list(out)
 
 
+def piece_levels(*, regions: bool = False, patches: bool = False) -> frozenset[str]:
+    """The chunk levels whose descriptions' pieces ingest stores: documents' and passages', regions' with
+    `regions` (`GroundingConfig.region_pieces_at_ingest`), patches' with `patches` (`patch_pieces_at_ingest`).
+    A region or patch description is its document's text plus the chunk's own (its location, text read
+    inside it): left out, the verifier encodes a cited chunk's own pieces when an ask cites it."""
+    return frozenset({"document", "passage", *(["region"] if regions else []), *(["patch"] if patches else [])})
+
+
 def stored_pieces(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
-                  patches: bool = False) -> list[list[str]]:
+                  patches: bool = False, regions: bool = False) -> list[list[str]]:
     """Per item, the text pieces ingest stores with it (`pieces_to_store`) of the descriptions its chunks are
     stored with (as `_add_images` stores them, cut at `MAX_DESCRIPTION_CHARS`): its chunks' (or its one
-    text's), then its passages'. Patch chunks' only with `patches` (`GroundingConfig.patch_pieces_at_ingest`)."""
+    text's), then its passages'. Region and patch chunks' only with `regions` / `patches` (`piece_levels`)."""
+    keep = piece_levels(regions=regions, patches=patches)
     out: list[list[str]] = []
     ti = 0
     for item, plan in zip(items, plans):
@@ -90,8 +99,7 @@ def stored_pieces(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], text
             chunks = [("document", texts[ti])]
             ti += 1
         else:
-            chunks = [(c.level, c.description or texts[ti + n]) for n, c in enumerate(plan.chunks)
-                      if patches or c.level != "patch"]
+            chunks = [(c.level, c.description or texts[ti + n]) for n, c in enumerate(plan.chunks) if c.level in keep]
             ti += len(plan.chunks)
         passages = [("passage", p) for p in item.get("passages", ())]
         ti += len(passages)
@@ -236,8 +244,10 @@ class Writing:
         dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
         grounding = self.config.grounding
         if grounding.pieces_at_ingest:
-            pieces = encode_pieces(stack.text, stored_pieces(items, plans, texts, patches=grounding.patch_pieces_at_ingest),
-                                   texts, text, stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
+            wanted = stored_pieces(items, plans, texts, patches=grounding.patch_pieces_at_ingest,
+                                   regions=grounding.region_pieces_at_ingest)
+            pieces = encode_pieces(stack.text, wanted, texts, text,
+                                   stored=lambda found: self.store.stored_piece_texts(found, dim))
         else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
             pieces = [([], np.zeros((0, dim), np.float32)) for _ in items]
         image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
@@ -335,7 +345,9 @@ class Writing:
         filled = 0
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
-            sources = self.store.described_chunks(part, patches=self.config.grounding.patch_pieces_at_ingest)
+            grounding = self.config.grounding
+            levels = piece_levels(regions=grounding.region_pieces_at_ingest, patches=grounding.patch_pieces_at_ingest)
+            sources = self.store.described_chunks(part, levels=levels)
             per_doc = [pieces_to_store(*sources[d]) if d in sources else [] for d in part]
             pieces = encode_pieces(encoder, per_doc, [], np.zeros((0, dim), np.float32),
                                    stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
