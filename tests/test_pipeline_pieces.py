@@ -90,19 +90,22 @@ def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_wi
         assert _pieces(kb, "astronaut") == {} and _pieces(kb, "manual")
 
 
-@pytest.mark.parametrize("levels", [("region",), ("patch",), ("region", "patch")])
-def test_region_and_patch_pieces_are_stored_too_when_the_config_asks(tmp_path, levels):
+@pytest.mark.parametrize("levels", [("region",), ("patch",), ("region", "patch"), ("appearance",),
+                                    ("region", "patch", "appearance")])
+def test_region_patch_and_appearance_pieces_are_stored_too_when_the_config_asks(tmp_path, levels):
     from kira.config import GroundingConfig, KiraConfig
 
-    grounding = GroundingConfig(region_pieces_at_ingest="region" in levels, patch_pieces_at_ingest="patch" in levels)
+    grounding = GroundingConfig(region_pieces_at_ingest="region" in levels, patch_pieces_at_ingest="patch" in levels,
+                                appearance_pieces_at_ingest="appearance" in levels)
     with KnowledgeBase.create(tmp_path / "kb", KiraConfig().replace(grounding=grounding),
                               models=FakeStack(text=HashingTextEncoder())) as kb:
         kb.add_image(photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"])
         kb.commit()
-        every = {p for d in _descriptions(kb, "astronaut", ("document", *levels)) for p in summary_pieces(d)
-                 if not _looks(p)}
-        assert set(_pieces(kb, "astronaut")) == every
-        assert {level for level in ("region", "patch") if any(f"{level} at x" in p for p in every)} == set(levels)
+        chunks = [level for level in levels if level != "appearance"]
+        every = {p for d in _descriptions(kb, "astronaut", ("document", *chunks)) for p in summary_pieces(d)
+                 if "appearance" in levels or not _looks(p)}
+        assert set(_pieces(kb, "astronaut")) == every and any(map(_looks, every)) == ("appearance" in levels)
+        assert {level for level in ("region", "patch") if any(f"{level} at x" in p for p in every)} == set(chunks)
         kb.store.conn.execute("DELETE FROM text_pieces")  # the backfill stores what ingest stored
         assert kb.store_text_pieces() == 1 and set(_pieces(kb, "astronaut")) == every
 

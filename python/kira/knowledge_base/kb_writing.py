@@ -60,17 +60,19 @@ def stored_source(source: str | None) -> str | None:
     return os.path.abspath(source)
 
 
-def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str, str]]) -> list[str]:
+def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str, str]], *,
+                    appearance: bool = False) -> list[str]:
     """The distinct text pieces (`kira.reasoning.verifier.summary_pieces`) a document's chunks are stored
     with at ingest: every piece of each of its `chunks` ((level, description) pairs) but, for a document
     with an `image`, the pieces that only say how the image looks (`kira.reasoning.shown.appearance_parts`
     of its image chunks' descriptions, given the user's `caption`): an answer states those only when its
     question asks about appearance, so the verifier encodes them when an ask cites the chunk, with the
-    same vectors. A description's whole text is always stored (a document's is its chunk text, encoded anyway)."""
+    same vectors (`appearance`: stored too, `GroundingConfig.appearance_pieces_at_ingest`). A description's
+    whole text is always stored (a document's is its chunk text, encoded anyway)."""
     out: dict[str, None] = {}
     for level, description in chunks:
         pieces = summary_pieces(description)
-        if image and level != "passage":
+        if image and level != "passage" and not appearance:
             looks = {part.strip(" ;.") for part in appearance_parts(description, caption)}
             whole = description.strip()
             pieces = [p for p in pieces if p == whole or p.strip(" ;.") not in looks]
@@ -87,10 +89,11 @@ def piece_levels(*, regions: bool = False, patches: bool = False) -> frozenset[s
 
 
 def stored_pieces(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
-                  patches: bool = False, regions: bool = False) -> list[list[str]]:
+                  patches: bool = False, regions: bool = False, appearance: bool = False) -> list[list[str]]:
     """Per item, the text pieces ingest stores with it (`pieces_to_store`) of the descriptions its chunks are
     stored with (as `_add_images` stores them, cut at `MAX_DESCRIPTION_CHARS`): its chunks' (or its one
-    text's), then its passages'. Region and patch chunks' only with `regions` / `patches` (`piece_levels`)."""
+    text's), then its passages'. Region and patch chunks' only with `regions` / `patches` (`piece_levels`);
+    an image's appearance parts only with `appearance`."""
     keep = piece_levels(regions=regions, patches=patches)
     out: list[list[str]] = []
     ti = 0
@@ -104,7 +107,8 @@ def stored_pieces(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], text
         passages = [("passage", p) for p in item.get("passages", ())]
         ti += len(passages)
         out.append(pieces_to_store(item.get("caption"), plan is not None,
-                                   [(level, d[:MAX_DESCRIPTION_CHARS]) for level, d in (*chunks, *passages)]))
+                                   [(level, d[:MAX_DESCRIPTION_CHARS]) for level, d in (*chunks, *passages)],
+                                   appearance=appearance))
     return out
 
 
@@ -245,7 +249,8 @@ class Writing:
         grounding = self.config.grounding
         if grounding.pieces_at_ingest:
             wanted = stored_pieces(items, plans, texts, patches=grounding.patch_pieces_at_ingest,
-                                   regions=grounding.region_pieces_at_ingest)
+                                   regions=grounding.region_pieces_at_ingest,
+                                   appearance=grounding.appearance_pieces_at_ingest)
             pieces = encode_pieces(stack.text, wanted, texts, text,
                                    stored=lambda found: self.store.stored_piece_texts(found, dim))
         else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
@@ -348,7 +353,8 @@ class Writing:
             grounding = self.config.grounding
             levels = piece_levels(regions=grounding.region_pieces_at_ingest, patches=grounding.patch_pieces_at_ingest)
             sources = self.store.described_chunks(part, levels=levels)
-            per_doc = [pieces_to_store(*sources[d]) if d in sources else [] for d in part]
+            per_doc = [pieces_to_store(*sources[d], appearance=grounding.appearance_pieces_at_ingest)
+                       if d in sources else [] for d in part]
             pieces = encode_pieces(encoder, per_doc, [], np.zeros((0, dim), np.float32),
                                    stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
             self.store.begin()
