@@ -1,7 +1,8 @@
 """Real uncaptioned photos with the default model stack: ingest stores no text piece that only says how
 an image looks (the describer's brightness, colour, texture and salient-region parts) nor a region's own
-pieces (its description and location), and answers do not change: against a knowledge base whose ingest stored no pieces at all (the verifier then encodes every piece
-it meets), the same answers, grounding and flags, for questions about content and about appearance."""
+pieces (its description and location), and answers do not change: against a knowledge base whose ingest
+stored no pieces at all (the verifier then encodes every piece it meets), the same answers, grounding and
+flags, for questions about content and about appearance."""
 
 from __future__ import annotations
 
@@ -81,6 +82,22 @@ def test_answers_are_the_same_as_when_the_verifier_encodes_every_piece(built):
         theirs = Kira(kbs["bare"][0]).ask(question)
         assert mine.answer.text == theirs.answer.text
         assert mine.answer.grounding == pytest.approx(theirs.answer.grounding, abs=1e-5)
-        assert [c.hallucination_risk for c in mine.answer.claims] == [c.hallucination_risk for c in theirs.answer.claims]
+        flags = [[c.hallucination_risk for c in r.answer.claims] for r in (mine, theirs)]
+        assert flags[0] == flags[1]
         for a, b in zip(mine.answer.claims, theirs.answer.claims):
             assert (a.s_sim, a.s_attn) == pytest.approx((b.s_sim, b.s_attn), abs=1e-5)
+
+
+def test_appearance_parts_are_the_describers_measurements_not_caption_fields_or_location(built):
+    kbs, _ = built
+    rows = kbs["stored"][0].store.conn.execute("SELECT level, description FROM chunks WHERE level != 'patch'")
+    for level, description in rows:
+        parts = appearance_parts(description)
+        assert parts and all(p in description for p in parts)
+        assert not any(p.startswith("labels:") or " at x " in p for p in parts)
+        assert any("image (" in p for p in parts) and any("salient region" in p for p in parts)
+    caption = "A cup of espresso on a saucer; dark roast."
+    described = f"{caption}; text: CAFE; A dark, high-contrast colour image (512x512, square); highly textured"
+    assert appearance_parts(described, caption) == ["A dark, high-contrast colour image (512x512, square)",
+                                                    "highly textured"]
+    assert appearance_parts(caption, caption) == [] and appearance_parts("") == []

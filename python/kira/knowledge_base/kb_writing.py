@@ -29,8 +29,8 @@ from kira.reasoning.shown import appearance_parts
 from kira.reasoning.verifier import summary_pieces
 
 THUMBNAIL_SIDE = 160
-__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing", "encode_pieces", "piece_levels",
-           "pieces_to_store", "stored_pieces"]
+__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing", "encode_pieces",
+           "piece_levels", "pieces_to_store", "stored_pieces"]
 
 
 @dataclass

@@ -200,4 +200,5 @@ def shows_text(item: EvidenceItem) -> str:
     return shown(item).content_text()
 
 
-__all__ = ["APPEARANCE_WORDS", "Shown", "appearance_parts", "appearance_words", "asks_about_appearance", "shown", "shows_text"]
+__all__ = ["APPEARANCE_WORDS", "Shown", "appearance_parts", "appearance_words", "asks_about_appearance", "shown",
+           "shows_text"]
