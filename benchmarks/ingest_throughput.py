@@ -10,8 +10,8 @@ and the same images. Both run here, alternately, in one process with one model s
   knowledge base, with the defaults (every chunk level, text pieces, thumbnails), and once more
   with the text pieces left for later (``GroundingConfig.pieces_at_ingest = False``);
 * with ``--before``, also ingest as it stored text pieces before issue 33's follow-up (every piece of
-  document and region descriptions, appearance parts included: ``region_pieces_at_ingest`` and
-  ``appearance_pieces_at_ingest`` True) and with only the appearance parts held back.
+  document and region descriptions, appearance parts included: ``kb_writing.stored_pieces`` with
+  ``regions`` and ``appearance`` True) and with only the appearance parts held back (``regions`` True).
 
 Besides images/s (wall) it prints CPU-ms per image (all threads of the process): on a machine
 shared with other jobs the CPU ratio is the steadier figure.
@@ -121,22 +121,25 @@ def ingest_run(stack, folder: Path, work: Path, *, pieces: str = "default") -> t
     every piece of document and region descriptions (as before issue 33's follow-up); "looks" holds back only
     the appearance parts (regions' own pieces stored)."""
     import dataclasses
+    import functools
+    from unittest import mock
 
+    import kira.knowledge_base.kb_writing as kb_writing
     from kira.config import KiraConfig
     from kira.knowledge_base import KnowledgeBase
 
     config = KiraConfig()
-    grounding = {"default": {}, "none": {"pieces_at_ingest": False},
-                 "before": {"region_pieces_at_ingest": True, "appearance_pieces_at_ingest": True},
-                 "looks": {"region_pieces_at_ingest": True}}[pieces]
-    config = dataclasses.replace(config, grounding=dataclasses.replace(config.grounding, **grounding))
+    if pieces == "none":
+        config = dataclasses.replace(config, grounding=dataclasses.replace(config.grounding, pieces_at_ingest=False))
+    rule = {"before": {"regions": True, "appearance": True}, "looks": {"regions": True}}.get(pieces, {})
     target = work / "kb"
     shutil.rmtree(target, ignore_errors=True)
     _clear_forward_cache(stack)
-    t0, c0 = time.perf_counter(), time.process_time()
-    with KnowledgeBase.create(target, config=config, models=stack) as kb:
-        summary = kb.ingest(folder, progress=False)
-    return time.perf_counter() - t0, time.process_time() - c0, len(summary.added)
+    with mock.patch.object(kb_writing, "stored_pieces", functools.partial(kb_writing.stored_pieces, **rule)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        with KnowledgeBase.create(target, config=config, models=stack) as kb:
+            summary = kb.ingest(folder, progress=False)
+        return time.perf_counter() - t0, time.process_time() - c0, len(summary.added)
 
 
 QUESTIONS = ("a cup of coffee", "a cat", "a rocket", "a dark greyscale image", "coins", "a bright colourful photo",

@@ -90,24 +90,42 @@ def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_wi
         assert _pieces(kb, "astronaut") == {} and _pieces(kb, "manual")
 
 
-@pytest.mark.parametrize("levels", [("region",), ("patch",), ("region", "patch"), ("appearance",),
-                                    ("region", "patch", "appearance")])
-def test_region_patch_and_appearance_pieces_are_stored_too_when_the_config_asks(tmp_path, levels):
+def test_patch_pieces_are_stored_too_when_the_config_asks(tmp_path):
     from kira.config import GroundingConfig, KiraConfig
 
-    grounding = GroundingConfig(region_pieces_at_ingest="region" in levels, patch_pieces_at_ingest="patch" in levels,
-                                appearance_pieces_at_ingest="appearance" in levels)
-    with KnowledgeBase.create(tmp_path / "kb", KiraConfig().replace(grounding=grounding),
-                              models=FakeStack(text=HashingTextEncoder())) as kb:
+    config = KiraConfig().replace(grounding=GroundingConfig(patch_pieces_at_ingest=True))
+    with KnowledgeBase.create(tmp_path / "kb", config, models=FakeStack(text=HashingTextEncoder())) as kb:
         kb.add_image(photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"])
         kb.commit()
-        chunks = [level for level in levels if level != "appearance"]
-        every = {p for d in _descriptions(kb, "astronaut", ("document", *chunks)) for p in summary_pieces(d)
-                 if "appearance" in levels or not _looks(p)}
-        assert set(_pieces(kb, "astronaut")) == every and any(map(_looks, every)) == ("appearance" in levels)
-        assert {level for level in ("region", "patch") if any(f"{level} at x" in p for p in every)} == set(chunks)
+        every = {p for d in _descriptions(kb, "astronaut", ("document", "patch")) for p in summary_pieces(d)
+                 if not _looks(p)}
+        assert set(_pieces(kb, "astronaut")) == every and any("patch at x" in p for p in every)
+        assert not any("region at x" in p for p in every)
         kb.store.conn.execute("DELETE FROM text_pieces")  # the backfill stores what ingest stored
         assert kb.store_text_pieces() == 1 and set(_pieces(kb, "astronaut")) == every
+
+
+@pytest.mark.parametrize("rule", [{}, {"regions": True}, {"patches": True}, {"appearance": True},
+                                  {"regions": True, "patches": True, "appearance": True}])
+def test_stored_pieces_holds_back_what_its_rule_says(rule):
+    from kira.config import ChunkingConfig
+    from kira.knowledge_base.batch_encode import encode_batch
+    from kira.knowledge_base.kb_writing import piece_levels, stored_pieces
+
+    stack = FakeStack(text=HashingTextEncoder())
+    items = [dict(pixels=photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"], tags=(), metadata={},
+                  passages=("The suit weighs 120 kg. Its visor is gold-coated; it has mean colour 86 77 95.",)),
+             dict(pixels=None, doc_id="note", caption=None, tags=("mean colour 1 2 3", "launch pad"), metadata={})]
+    levels = piece_levels(regions=bool(rule.get("regions")), patches=bool(rule.get("patches")))
+    batch = encode_batch(stack, items, ChunkingConfig(), ("document", "region", "patch"))
+    image, note = stored_pieces(items, batch.plans, batch.texts, **rule)
+    chunks = [c.description for c in batch.plans[0].chunks if c.level in levels]
+    every = {p for d in chunks for p in summary_pieces(d)}
+    passage = set(summary_pieces(items[0]["passages"][0]))
+    assert "it has mean colour 86 77 95." in passage  # a passage's words are content, never held back
+    looks = {p for p in every if _looks(p)}
+    assert looks and set(image) == (every - (set() if rule.get("appearance") else looks)) | passage
+    assert set(note) == set(summary_pieces("mean colour 1 2 3; launch pad"))  # no image: nothing held back
 
 
 def test_a_piece_another_document_holds_is_reused_not_encoded_again(tmp_path):

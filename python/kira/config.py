@@ -173,21 +173,13 @@ class GroundingConfig(_Checked):
     critic_midpoint: float = _f(0.45, -1, 1)
     critic_overlap_weight: float = _f(2.0, 0)
     # Text pieces (what the verifier compares claims with) encoded at ingest, so an ask encodes only its claims
-    # (and what the three switches below leave for when an ask cites it);
+    # (and the appearance parts and region / patch own pieces of what it cites: kb_writing.stored_pieces);
     # off: a faster bulk ingest (the pieces cost ~0.1 CPU-s per uncaptioned photo), KnowledgeBase.store_text_pieces()
     # fills them in later, and until then the verifier encodes the evidence it meets (same scores)
     pieces_at_ingest: bool = _f(True)
     # Text pieces of patch chunks encoded at ingest too (the verifier then encodes no evidence at ask time);
     # off: a patch's own piece (its location) is encoded when an ask cites it, and ingest does ~1/3 the text work
     patch_pieces_at_ingest: bool = _f(False)
-    # Text pieces of region chunks encoded at ingest too; off: a region's own pieces (its description, which is
-    # its document's plus its location, and the location) are encoded when an ask cites it, as a patch's are:
-    # on uncaptioned photos they were ~60% of ingest's remaining text work
-    region_pieces_at_ingest: bool = _f(False)
-    # An image's appearance pieces (the describer's brightness, colour, texture and salient-region parts) encoded
-    # at ingest too; off: encoded when an ask cites the image (answers state them only when asked about
-    # appearance): on uncaptioned photos a third of the pieces' tokens
-    appearance_pieces_at_ingest: bool = _f(False)
 
 
 @dataclass(frozen=True)

@@ -42,17 +42,15 @@ class KbBatch:
 def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Sequence[int], *, chunking: Any,
                  levels: Sequence[str], caption_children: bool = False,
                  group_size: Callable[[str, str], int] | None = None, thumbnails: bool = True,
-                 pieces: bool = False, patch_pieces: bool = False, region_pieces: bool = False,
-                 appearance_pieces: bool = False) -> KbBatch:
+                 pieces: bool = False, patch_pieces: bool = False) -> KbBatch:
     """Chunk, describe and encode `items` (module docstring); item i gets chunk ids from ``ordinals[i]``.
 
     group_size(kind, group id): members a group has now, the position of an item joining a
     group without one (as the embedded store numbers them). thumbnails: make the ``thumb:`` rows. Raises ValueError for an image
     with more chunks than `CHUNKS_PER_IMAGE` or a bad sequence / view argument.
     pieces: also encode each document's text pieces (`GroundingConfig.pieces_at_ingest`; with
-    `region_pieces` / `patch_pieces`, region / patch chunks' too, with `appearance_pieces` an image's
-    appearance parts too) into a ``piece:<doc id>`` row (`piece_value`), as the embedded
-    knowledge base stores them; a document whose pieces pass one row's 64 KB gets none (the verifier
+    `patch_pieces`, patch chunks' too; `kira.knowledge_base.kb_writing.stored_pieces`) into a
+    ``piece:<doc id>`` row (`piece_value`), as the embedded knowledge base stores them; a document whose pieces pass one row's 64 KB gets none (the verifier
     then encodes what it cites).
     """
     from kira.knowledge_base.batch_encode import encode_batch
@@ -79,8 +77,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
     if pieces:
         from kira.knowledge_base.kb_writing import encode_pieces, stored_pieces
 
-        piece_rows = encode_pieces(stack.text, stored_pieces(items, batch.plans, batch.texts, patches=patch_pieces,
-                                                               regions=region_pieces, appearance=appearance_pieces),
+        piece_rows = encode_pieces(stack.text, stored_pieces(items, batch.plans, batch.texts, patches=patch_pieces),
                                    batch.texts, batch.text)
     image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
     out = KbBatch()
@@ -167,9 +164,7 @@ def add_items(kb: Any, collection: MilvusCollection, items: Sequence[Mapping[str
     grounding = kb.config.grounding
     batch = encode_items(kb.models, items, list(range(len(items))), chunking=kb.config.chunking, levels=kb.levels,
                          caption_children=kb.caption_children, group_size=kb.store.group_size,
-                         pieces=grounding.pieces_at_ingest, patch_pieces=grounding.patch_pieces_at_ingest,
-                         region_pieces=grounding.region_pieces_at_ingest,
-                         appearance_pieces=grounding.appearance_pieces_at_ingest)
+                         pieces=grounding.pieces_at_ingest, patch_pieces=grounding.patch_pieces_at_ingest)
     write_items(collection, kb._records, renumber(batch, reserve_ordinals(collection, len(items))))
 
 

@@ -78,16 +78,13 @@ class KbEncodeAndWrite:
         self.captions, self.root = options["captions"], options["root"]
         self.tags, self.metadata, self.max_pixels = options["tags"], options["metadata"], options["max_pixels"]
         self.pieces, self.patch_pieces = bool(options.get("pieces")), bool(options.get("patch_pieces"))
-        self.region_pieces = bool(options.get("region_pieces"))
-        self.appearance_pieces = bool(options.get("appearance_pieces"))
         self.node = _node_id()  # which Ray node this actor runs on (the driver counts them)
 
     def _write(self, items: list[dict[str, Any]], ordinals: list[int]) -> dict[str, int]:
         from kira.backends.milvus_kb_writes import encode_items, write_items
 
         batch = encode_items(self.stack, items, ordinals, chunking=self.chunking, levels=self.levels,
-                             caption_children=self.caption_children, pieces=self.pieces, patch_pieces=self.patch_pieces,
-                             region_pieces=self.region_pieces, appearance_pieces=self.appearance_pieces)
+                             caption_children=self.caption_children, pieces=self.pieces, patch_pieces=self.patch_pieces)
         write_items(self.collection, self.records, batch)
         return batch.chunks_per_doc
 
@@ -189,9 +186,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
                "levels": list(kb.levels), "caption_children": kb.caption_children, "captions": captions,
                "root": root, "image_encoder": image_encoder_choice(kb.built_with().get("image")),
                "tags": tags, "metadata": metadata, "max_pixels": max_pixels,
-               "pieces": kb.config.grounding.pieces_at_ingest, "patch_pieces": kb.config.grounding.patch_pieces_at_ingest,
-               "region_pieces": kb.config.grounding.region_pieces_at_ingest,
-               "appearance_pieces": kb.config.grounding.appearance_pieces_at_ingest}
+               "pieces": kb.config.grounding.pieces_at_ingest, "patch_pieces": kb.config.grounding.patch_pieces_at_ingest}
     own_ray = not ray.is_initialized()
     if own_ray:
         start_ray(ray, address)

@@ -67,8 +67,8 @@ def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str
     with an `image`, the pieces that only say how the image looks (`kira.reasoning.shown.appearance_parts`
     of its image chunks' descriptions, given the user's `caption`): an answer states those only when its
     question asks about appearance, so the verifier encodes them when an ask cites the chunk, with the
-    same vectors (`appearance`: stored too, `GroundingConfig.appearance_pieces_at_ingest`). A description's
-    whole text is always stored (a document's is its chunk text, encoded anyway)."""
+    same vectors (`appearance`: stored too). A description's whole text is always stored (a document's is
+    its chunk text, encoded anyway)."""
     out: dict[str, None] = {}
     for level, description in chunks:
         pieces = summary_pieces(description)
@@ -82,7 +82,7 @@ def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str
 
 def piece_levels(*, regions: bool = False, patches: bool = False) -> frozenset[str]:
     """The chunk levels whose descriptions' pieces ingest stores: documents' and passages', regions' with
-    `regions` (`GroundingConfig.region_pieces_at_ingest`), patches' with `patches` (`patch_pieces_at_ingest`).
+    `regions`, patches' with `patches` (`GroundingConfig.patch_pieces_at_ingest`).
     A region or patch description is its document's text plus the chunk's own (its location, text read
     inside it): left out, the verifier encodes a cited chunk's own pieces when an ask cites it."""
     return frozenset({"document", "passage", *(["region"] if regions else []), *(["patch"] if patches else [])})
@@ -248,9 +248,7 @@ class Writing:
         dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
         grounding = self.config.grounding
         if grounding.pieces_at_ingest:
-            wanted = stored_pieces(items, plans, texts, patches=grounding.patch_pieces_at_ingest,
-                                   regions=grounding.region_pieces_at_ingest,
-                                   appearance=grounding.appearance_pieces_at_ingest)
+            wanted = stored_pieces(items, plans, texts, patches=grounding.patch_pieces_at_ingest)
             pieces = encode_pieces(stack.text, wanted, texts, text,
                                    stored=lambda found: self.store.stored_piece_texts(found, dim))
         else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
@@ -351,10 +349,9 @@ class Writing:
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
             grounding = self.config.grounding
-            levels = piece_levels(regions=grounding.region_pieces_at_ingest, patches=grounding.patch_pieces_at_ingest)
+            levels = piece_levels(patches=grounding.patch_pieces_at_ingest)
             sources = self.store.described_chunks(part, levels=levels)
-            per_doc = [pieces_to_store(*sources[d], appearance=grounding.appearance_pieces_at_ingest)
-                       if d in sources else [] for d in part]
+            per_doc = [pieces_to_store(*sources[d]) if d in sources else [] for d in part]
             pieces = encode_pieces(encoder, per_doc, [], np.zeros((0, dim), np.float32),
                                    stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
             self.store.begin()
