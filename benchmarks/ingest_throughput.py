@@ -8,7 +8,10 @@ and the same images. Both run here, alternately, in one process with one model s
   them in batches of `--batch` (the document vector of every image, nothing else);
 * **ingest**: ``KnowledgeBase.create`` + ``kb.ingest(folder)`` + ``close`` into a new embedded
   knowledge base, with the defaults (every chunk level, text pieces, thumbnails), and once more
-  with the text pieces left for later (``GroundingConfig.pieces_at_ingest = False``).
+  with the text pieces left for later (``GroundingConfig.pieces_at_ingest = False``);
+* with ``--before``, also ingest as it stored text pieces before issue 33's follow-up (every piece of
+  document and region descriptions, appearance parts included: ``kb_writing.stored_pieces`` with
+  ``regions`` and ``appearance`` True) and with only the appearance parts held back (``regions`` True).
 
 Besides images/s (wall) it prints CPU-ms per image (all threads of the process): on a machine
 shared with other jobs the CPU ratio is the steadier figure.
@@ -19,7 +22,10 @@ printed, the ratio is the figure to read. Images: real pictures only (scikit-ima
 images and resized / cropped copies of them, scikit-learn's two sample photographs, and
 Fashion-MNIST items from Debian's ``dataset-fashion-mnist``, upscaled 4x), about `--images` files.
 
-Usage: python benchmarks/ingest_throughput.py [--images 300] [--rounds 2] [--profile FILE.prof]
+With ``--asks``, after each kind of ingest, the CPU cost of 8 text questions (the pieces not stored
+are encoded when an ask cites them), and whether every kind gives the same answers.
+
+Usage: python benchmarks/ingest_throughput.py [--images 300] [--rounds 2] [--before] [--asks] [--profile FILE.prof]
 """
 
 from __future__ import annotations
@@ -109,24 +115,63 @@ def encoder_alone(stack, folder: Path, batch: int) -> tuple[float, float, int]:
     return time.perf_counter() - t0, time.process_time() - c0, len(images)
 
 
-def ingest_run(stack, folder: Path, work: Path, *, pieces: bool = True) -> tuple[float, float, int]:
-    """(wall s, CPU s, images added) of a default ingest of `folder` into a new knowledge base (`pieces`:
-    False leaves the text pieces out, `GroundingConfig.pieces_at_ingest = False`)."""
+def ingest_run(stack, folder: Path, work: Path, *, pieces: str = "default") -> tuple[float, float, int]:
+    """(wall s, CPU s, images added) of a default ingest of `folder` into a new knowledge base. `pieces`:
+    "default"; "none" leaves the text pieces out (`GroundingConfig.pieces_at_ingest = False`); "before" stores
+    every piece of document and region descriptions (as before issue 33's follow-up); "looks" holds back only
+    the appearance parts (regions' own pieces stored)."""
     import dataclasses
+    import functools
+    from unittest import mock
 
+    import kira.knowledge_base.kb_writing as kb_writing
     from kira.config import KiraConfig
     from kira.knowledge_base import KnowledgeBase
 
     config = KiraConfig()
-    if not pieces:
+    if pieces == "none":
         config = dataclasses.replace(config, grounding=dataclasses.replace(config.grounding, pieces_at_ingest=False))
+    rule = {"before": {"regions": True, "appearance": True}, "looks": {"regions": True}}.get(pieces, {})
     target = work / "kb"
     shutil.rmtree(target, ignore_errors=True)
     _clear_forward_cache(stack)
-    t0, c0 = time.perf_counter(), time.process_time()
-    with KnowledgeBase.create(target, config=config, models=stack) as kb:
-        summary = kb.ingest(folder, progress=False)
-    return time.perf_counter() - t0, time.process_time() - c0, len(summary.added)
+    with mock.patch.object(kb_writing, "stored_pieces", functools.partial(kb_writing.stored_pieces, **rule)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        with KnowledgeBase.create(target, config=config, models=stack) as kb:
+            summary = kb.ingest(folder, progress=False)
+        return time.perf_counter() - t0, time.process_time() - c0, len(summary.added)
+
+
+QUESTIONS = ("a cup of coffee", "a cat", "a rocket", "a dark greyscale image", "coins", "a bright colourful photo",
+             "a shoe", "the surface of the moon")
+
+
+def ask_cost(stack, work: Path) -> tuple[float, float, list[tuple[str, float | None]]]:
+    """(CPU s per ask, texts encoded per ask, answers) over `QUESTIONS` on the knowledge base the last
+    `ingest_run` left in `work`: the second of two rounds, each with a new `Kira`."""
+    from kira.knowledge_base import KnowledgeBase
+    from kira.pipeline import Kira
+
+    encode, texts = stack.text.encode, []
+
+    def recording(batch):
+        texts.extend(batch)
+        return encode(batch)
+
+    stack.text.encode = recording
+    try:
+        with KnowledgeBase.open(work / "kb", models=stack, read_only=True) as kb:
+            for _ in range(2):
+                kira, answers = Kira(kb), []
+                texts.clear()
+                c0 = time.process_time()
+                for question in QUESTIONS:
+                    result = kira.ask(question)
+                    answers.append((result.answer.text, result.answer.grounding))
+                cpu = time.process_time() - c0
+    finally:
+        stack.text.encode = encode
+    return cpu / len(QUESTIONS), len(texts) / len(QUESTIONS), answers
 
 
 def main() -> None:
@@ -135,6 +180,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch", type=int, default=16, help="images per encoder call (encoder alone)")
     parser.add_argument("--profile", help="write a cProfile of one ingest run here and print its top entries")
+    parser.add_argument("--before", action="store_true",
+                        help="also ingest storing text pieces as before (all, and all but the appearance parts)")
+    parser.add_argument("--asks", action="store_true",
+                        help="after each kind of ingest, the CPU cost of asking 8 questions (what moved to ask time)")
     args = parser.parse_args()
 
     from kira.models import load_default
@@ -155,21 +204,35 @@ def main() -> None:
             prof.disable()
             prof.dump_stats(args.profile)
             pstats.Stats(args.profile).sort_stats("cumulative").print_stats(35)
-        enc, ing, bare = [], [], []
+        names = {"default": "ingest, end to end (default)", "none": "ingest, text pieces left for later",
+                 "before": "ingest, pieces as before (all of documents and regions)",
+                 "looks": "ingest, pieces as before but the appearance parts"}
+        kinds = ["default", "none"] + (["before", "looks"] if args.before else [])
+        enc: list[tuple[float, float, int]] = []
+        ing: dict[str, list[tuple[float, float, int]]] = {k: [] for k in kinds}
         for _ in range(args.rounds):
             enc.append(encoder_alone(stack, work / "images", args.batch))
-            ing.append(ingest_run(stack, work / "images", work))
-            bare.append(ingest_run(stack, work / "images", work, pieces=False))
+            for kind in kinds:
+                ing[kind].append(ingest_run(stack, work / "images", work, pieces=kind))
+        if args.asks:
+            answers = {}
+            for kind in kinds:
+                ingest_run(stack, work / "images", work, pieces=kind)
+                cpu, texts, answers[kind] = ask_cost(stack, work)
+                print(f"asks after ingest '{kind}': {1000 * cpu:.0f} CPU-ms per ask, {texts:.1f} texts encoded per ask")
+            same = all(len(a) == len(answers["default"]) and all(
+                x[0] == y[0] and abs((x[1] or 0) - (y[1] or 0)) < 1e-5 for x, y in zip(a, answers["default"]))
+                for a in answers.values())
+            print(f"same answers and grounding after every kind of ingest: {same}")
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print("| run | round | wall s | CPU s | images | images/s |")
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
-        for name, runs in (("image encoder alone", enc), ("ingest, end to end (default)", ing),
-                           ("ingest, text pieces left for later", bare)):
+        for name, runs in (("image encoder alone", enc), *((names[k], ing[k]) for k in kinds)):
             for r, (wall, cpu, count) in enumerate(runs, 1):
                 print(f"| {name} | {r} | {wall:.2f} | {cpu:.2f} | {count} | {count / wall:.1f} |")
         enc_rate = max(c / w for w, _, c in enc)
         enc_cpu = min(cpu / c for _, cpu, c in enc)
-        for name, runs in (("ingest (default)", ing), ("ingest without text pieces", bare)):
+        for name, runs in ((names[k], ing[k]) for k in kinds):
             rate, cpu = max(c / w for w, _, c in runs), min(cpu / c for _, cpu, c in runs)
             print(f"{name}: {rate:.1f} images/s, {1000 * cpu:.0f} CPU-ms/image; ratio to the encoder alone "
                   f"({enc_rate:.1f} images/s, {1000 * enc_cpu:.0f} CPU-ms/image): wall {rate / enc_rate:.2f}, "

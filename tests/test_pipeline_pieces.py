@@ -1,6 +1,8 @@
 """Text pieces stored at ingest: every chunk description's sentence pieces are encoded once, kept with
 their document in the same commit and removed with it, and the verifier reads them instead of encoding
-evidence on every ask, with the same grounding scores as fresh encodings."""
+evidence on every ask, with the same grounding scores as fresh encodings. The pieces that only say how an
+image looks (the describer's measurements; FakeStack's captioner writes "mean colour R G B") and a region's
+or patch's own pieces are left for the verifier to encode when an ask cites them."""
 
 from __future__ import annotations
 
@@ -36,14 +38,25 @@ class Recording:
         return self.inner.encode(texts)
 
 
+def _looks(piece: str) -> bool:
+    """Whether `piece` is FakeStack's describer's measurement of how the image looks (left for ask time)."""
+    return piece.startswith("mean colour ")
+
+
 def _pieces(kb: KnowledgeBase, doc_id: str) -> dict[str, np.ndarray]:
     rows = kb.store.conn.execute("SELECT text, vector FROM text_pieces WHERE doc_id = ?", (doc_id,))
     return {text: np.frombuffer(blob, "<f4") for text, blob in rows}
 
 
-def _descriptions(kb: KnowledgeBase, doc_id: str, *, patches: bool = False) -> list[str]:
-    levels = "" if patches else " AND level != 'patch'"
-    return [r[0] for r in kb.store.conn.execute(f"SELECT description FROM chunks WHERE doc_id = ?{levels}", (doc_id,))]
+def _descriptions(kb: KnowledgeBase, doc_id: str, levels: tuple[str, ...] = ("document", "passage")) -> list[str]:
+    rows = kb.store.conn.execute(f"SELECT description FROM chunks WHERE doc_id = ? AND level IN "
+                                 f"({','.join('?' * len(levels))})", (doc_id, *levels))
+    return [r[0] for r in rows]
+
+
+def _own(piece: str) -> bool:
+    """Whether `piece` is a region's or patch's own (its description or location: left for ask time)."""
+    return "region at x" in piece or "patch at x" in piece
 
 
 def _build(path, stack) -> None:
@@ -61,14 +74,17 @@ def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_wi
         kb.commit()
         for doc in ("astronaut", "manual"):
             stored = _pieces(kb, doc)
-            wanted = {p for d in _descriptions(kb, doc) for p in summary_pieces(d)}
+            every = {p for d in _descriptions(kb, doc) for p in summary_pieces(d)}
+            wanted = {p for p in every if not _looks(p) or p in _descriptions(kb, doc)}
             assert set(stored) == wanted and len(wanted) > len(_descriptions(kb, doc))
+            assert (every - wanted) == ({"mean colour 86 77 95"} if doc == "astronaut" else set())
             texts = sorted(stored)
             np.testing.assert_allclose(np.stack([stored[t] for t in texts]), encoder.encode(texts), atol=1e-6)
         assert "An astronaut in a white space suit." in _pieces(kb, "astronaut")
         kept = set(_pieces(kb, "astronaut"))
-        patch_only = {p for d in _descriptions(kb, "astronaut", patches=True) for p in summary_pieces(d)} - kept
-        assert patch_only and all("patch at x" in p for p in patch_only)  # patches' own pieces: encoded when cited
+        children = {p for d in _descriptions(kb, "astronaut", ("region", "patch")) for p in summary_pieces(d)} - kept
+        assert any("region at x" in p for p in children) and any("patch at x" in p for p in children)
+        assert all(map(_own, children))  # regions' and patches' own pieces: encoded when cited
         kb.remove("astronaut")
         kb.commit()
         assert _pieces(kb, "astronaut") == {} and _pieces(kb, "manual")
@@ -81,8 +97,35 @@ def test_patch_pieces_are_stored_too_when_the_config_asks(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", config, models=FakeStack(text=HashingTextEncoder())) as kb:
         kb.add_image(photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"])
         kb.commit()
-        every = {p for d in _descriptions(kb, "astronaut", patches=True) for p in summary_pieces(d)}
+        every = {p for d in _descriptions(kb, "astronaut", ("document", "patch")) for p in summary_pieces(d)
+                 if not _looks(p)}
         assert set(_pieces(kb, "astronaut")) == every and any("patch at x" in p for p in every)
+        assert not any("region at x" in p for p in every)
+        kb.store.conn.execute("DELETE FROM text_pieces")  # the backfill stores what ingest stored
+        assert kb.store_text_pieces() == 1 and set(_pieces(kb, "astronaut")) == every
+
+
+@pytest.mark.parametrize("rule", [{}, {"regions": True}, {"patches": True}, {"appearance": True},
+                                  {"regions": True, "patches": True, "appearance": True}])
+def test_stored_pieces_holds_back_what_its_rule_says(rule):
+    from kira.config import ChunkingConfig
+    from kira.knowledge_base.batch_encode import encode_batch
+    from kira.knowledge_base.kb_writing import piece_levels, stored_pieces
+
+    stack = FakeStack(text=HashingTextEncoder())
+    items = [dict(pixels=photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"], tags=(), metadata={},
+                  passages=("The suit weighs 120 kg. Its visor is gold-coated; it has mean colour 86 77 95.",)),
+             dict(pixels=None, doc_id="note", caption=None, tags=("mean colour 1 2 3", "launch pad"), metadata={})]
+    levels = piece_levels(regions=bool(rule.get("regions")), patches=bool(rule.get("patches")))
+    batch = encode_batch(stack, items, ChunkingConfig(), ("document", "region", "patch"))
+    image, note = stored_pieces(items, batch.plans, batch.texts, **rule)
+    chunks = [c.description for c in batch.plans[0].chunks if c.level in levels]
+    every = {p for d in chunks for p in summary_pieces(d)}
+    passage = set(summary_pieces(items[0]["passages"][0]))
+    assert "it has mean colour 86 77 95." in passage  # a passage's words are content, never held back
+    looks = {p for p in every if _looks(p)}
+    assert looks and set(image) == (every - (set() if rule.get("appearance") else looks)) | passage
+    assert set(note) == set(summary_pieces("mean colour 1 2 3; launch pad"))  # no image: nothing held back
 
 
 def test_a_piece_another_document_holds_is_reused_not_encoded_again(tmp_path):
@@ -128,11 +171,13 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
             encoder.texts = []
             result = kira.ask(question)
             pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
-            stored = {p for item in result.evidence.items if item.level != "patch" for p in summary_pieces(item.summary)}
+            stored = {p for item in result.evidence.items if item.level in ("document", "passage")
+                      for p in summary_pieces(item.summary) if not _looks(p)}
             said = {c.plain_text for c in result.answer.claims}
             encoded = set(encoder.texts) & (pieces - said)
-            assert stored and not encoded & stored  # no piece of a document / region / passage encoded at ask time
-            assert all("patch at x" in p for p in encoded)  # a cited patch's own pieces are (config: not at ingest)
+            assert stored and not encoded & stored  # no piece of a document / passage encoded at ask time
+            # but a cited region's or patch's own pieces (config: not at ingest) and a cited image's looks are
+            assert all(_own(p) or _looks(p) for p in encoded) and any(map(_looks, encoded))
             assert encoder.texts.count(question) == 1  # the critic reads the question's vector from its encoding
             again = fresh.verify(result.answer, result.evidence)  # every piece encoded now
             assert again.grounding == pytest.approx(result.answer.grounding, abs=1e-5)
@@ -216,7 +261,7 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
             answers[name] = (result.answer.text, result.answer.grounding, pieces & set(encoder.texts))
     assert answers["old"][:2] == (answers["new"][0], pytest.approx(answers["new"][1], abs=1e-5))
     assert len(answers["old"][2]) > len(answers["new"][2])  # the old one encodes all its evidence,
-    assert all("patch at x" in p for p in answers["new"][2])  # the new one only a cited patch's own pieces
+    assert all(_own(p) or _looks(p) for p in answers["new"][2])  # the new one a cited region's / patch's own, looks
     with KnowledgeBase.open(tmp_path / "old", models=FakeStack(text=encoder)) as kb:  # a writer migrates it
         assert kb.store.schema_version() == SCHEMA_VERSION and _pieces(kb, "cat") == {}
         kb.add_image(photo(5), doc_id="cat2", caption=CAPTIONS["cat"])
@@ -227,7 +272,7 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
         result = Kira(kb).ask(QUESTIONS[0])
         pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
         encoded = (pieces - {c.plain_text for c in result.answer.claims}) & set(encoder.texts)
-        assert pieces and all("patch at x" in p for p in encoded)
+        assert pieces and all(_own(p) or _looks(p) for p in encoded)
 
 
 def test_a_bulk_ingest_without_pieces_answers_the_same_and_fills_them_later(tmp_path):

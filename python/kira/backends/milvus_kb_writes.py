@@ -49,8 +49,8 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
     group without one (as the embedded store numbers them). thumbnails: make the ``thumb:`` rows. Raises ValueError for an image
     with more chunks than `CHUNKS_PER_IMAGE` or a bad sequence / view argument.
     pieces: also encode each document's text pieces (`GroundingConfig.pieces_at_ingest`; with
-    `patch_pieces`, patch chunks' too) into a ``piece:<doc id>`` row (`piece_value`), as the embedded
-    knowledge base stores them; a document whose pieces pass one row's 64 KB gets none (the verifier
+    `patch_pieces`, patch chunks' too; `kira.knowledge_base.kb_writing.stored_pieces`) into a
+    ``piece:<doc id>`` row (`piece_value`), as the embedded knowledge base stores them; a document whose pieces pass one row's 64 KB gets none (the verifier
     then encodes what it cites).
     """
     from kira.knowledge_base.batch_encode import encode_batch
@@ -75,9 +75,9 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
     batch = encode_batch(stack, items, chunking, levels, caption_children=caption_children)
     piece_rows: list[tuple[list[str], Any]] = []
     if pieces:
-        from kira.knowledge_base.kb_writing import encode_pieces, stored_descriptions
+        from kira.knowledge_base.kb_writing import encode_pieces, stored_pieces
 
-        piece_rows = encode_pieces(stack.text, stored_descriptions(items, batch.plans, batch.texts, patches=patch_pieces),
+        piece_rows = encode_pieces(stack.text, stored_pieces(items, batch.plans, batch.texts, patches=patch_pieces),
                                    batch.texts, batch.text)
     image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
     out = KbBatch()

@@ -25,10 +25,12 @@ from kira.knowledge_base.batch_encode import (
 )
 from kira.knowledge_base.inputs import clean_text, group_arg, tags_arg
 from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+from kira.reasoning.shown import appearance_parts
 from kira.reasoning.verifier import summary_pieces
 
 THUMBNAIL_SIDE = 160
-__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing"]
+__all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing", "encode_pieces",
+           "piece_levels", "pieces_to_store", "stored_pieces"]
 
 
 @dataclass
@@ -58,46 +60,78 @@ def stored_source(source: str | None) -> str | None:
     return os.path.abspath(source)
 
 
-def stored_descriptions(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
-                        patches: bool = False) -> list[list[str]]:
-    """Per item, the descriptions its chunks are stored with (as `_add_images` stores them, cut at
-    `MAX_DESCRIPTION_CHARS`): its chunks' (or its one text's), then its passages'. Patch chunks' only
-    with `patches` (`GroundingConfig.patch_pieces_at_ingest`)."""
+def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str, str]], *,
+                    appearance: bool = False) -> list[str]:
+    """The distinct text pieces (`kira.reasoning.verifier.summary_pieces`) a document's chunks are stored
+    with at ingest: every piece of each of its `chunks` ((level, description) pairs) but, for a document
+    with an `image`, the pieces that only say how the image looks (`kira.reasoning.shown.appearance_parts`
+    of its image chunks' descriptions, given the user's `caption`): an answer states those only when its
+    question asks about appearance, so the verifier encodes them when an ask cites the chunk, with the
+    same vectors (`appearance`: stored too). A description's whole text is always stored (a document's is
+    its chunk text, encoded anyway)."""
+    out: dict[str, None] = {}
+    for level, description in chunks:
+        pieces = summary_pieces(description)
+        if image and level != "passage" and not appearance:
+            looks = {part.strip(" ;.") for part in appearance_parts(description, caption)}
+            whole = description.strip()
+            pieces = [p for p in pieces if p == whole or p.strip(" ;.") not in looks]
+        out.update(dict.fromkeys(pieces))
+    return list(out)
+
+
+def piece_levels(*, regions: bool = False, patches: bool = False) -> frozenset[str]:
+    """The chunk levels whose descriptions' pieces ingest stores: documents' and passages', regions' with
+    `regions`, patches' with `patches` (`GroundingConfig.patch_pieces_at_ingest`).
+    A region or patch description is its document's text plus the chunk's own (its location, text read
+    inside it): left out, the verifier encodes a cited chunk's own pieces when an ask cites it."""
+    return frozenset({"document", "passage", *(["region"] if regions else []), *(["patch"] if patches else [])})
+
+
+def stored_pieces(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
+                  patches: bool = False, regions: bool = False, appearance: bool = False) -> list[list[str]]:
+    """Per item, the text pieces ingest stores with it (`pieces_to_store`) of the descriptions its chunks are
+    stored with (as `_add_images` stores them, cut at `MAX_DESCRIPTION_CHARS`): its chunks' (or its one
+    text's), then its passages'. Region and patch chunks' only with `regions` / `patches` (`piece_levels`);
+    an image's appearance parts only with `appearance`."""
+    keep = piece_levels(regions=regions, patches=patches)
     out: list[list[str]] = []
     ti = 0
     for item, plan in zip(items, plans):
         if plan is None:
-            chunks = [texts[ti]]
+            chunks = [("document", texts[ti])]
             ti += 1
         else:
-            chunks = [c.description or texts[ti + n] for n, c in enumerate(plan.chunks) if patches or c.level != "patch"]
+            chunks = [(c.level, c.description or texts[ti + n]) for n, c in enumerate(plan.chunks) if c.level in keep]
             ti += len(plan.chunks)
-        passages = list(item.get("passages", ()))
+        passages = [("passage", p) for p in item.get("passages", ())]
         ti += len(passages)
-        out.append([d[:MAX_DESCRIPTION_CHARS] for d in (*chunks, *passages)])
+        out.append(pieces_to_store(item.get("caption"), plan is not None,
+                                   [(level, d[:MAX_DESCRIPTION_CHARS]) for level, d in (*chunks, *passages)],
+                                   appearance=appearance))
     return out
 
 
-def encode_pieces(encoder: Any, descriptions: Sequence[Sequence[str]], texts: Sequence[str],
+def encode_pieces(encoder: Any, pieces: Sequence[Sequence[str]], texts: Sequence[str],
                   text: np.ndarray, stored: Any = None) -> list[tuple[list[str], np.ndarray]]:
-    """Per item, its descriptions' distinct text pieces (`kira.reasoning.verifier.summary_pieces`, what the
-    grounding verifier compares a claim with) and their raw vectors: a piece that is one of the `texts`
-    already encoded (rows of `text`) reuses its row, one that another document already stores reuses that
-    (`stored(texts)` -> {text: vector}, e.g. `Store.stored_piece_texts`); the rest are encoded once each
-    with `encoder`."""
+    """Per item, its distinct text `pieces` (`stored_pieces`, what the grounding verifier compares a claim
+    with) and their raw vectors: a piece that is one of the `texts` already encoded (rows of `text`) reuses
+    its row, one that another document already stores reuses that (`stored(texts)` -> {text: vector}, e.g.
+    `Store.stored_piece_texts`); the rest are encoded once each with `encoder` (once per batch, however
+    many items share it)."""
     known = {t[:MAX_ENCODED_CHARS]: text[n] for n, t in enumerate(texts)}
-    per_item = [list(dict.fromkeys(p for d in item for p in summary_pieces(d))) for item in descriptions]
+    per_item = [list(dict.fromkeys(item)) for item in pieces]
     if stored is not None:
-        wanted = [p for pieces in per_item for p in pieces if p not in known]
+        wanted = [p for item in per_item for p in item if p not in known]
         if wanted:
             known.update(stored(wanted))
     # by length: each encoder batch then pads to about its own length (a quarter less work than in order)
-    missing = sorted(dict.fromkeys(p for pieces in per_item for p in pieces if p not in known), key=len)
+    missing = sorted(dict.fromkeys(p for item in per_item for p in item if p not in known), key=len)
     if missing:
         known.update(zip(missing, encode_texts(encoder, missing)))
     dim = int(text.shape[1]) if text.ndim == 2 else int(encoder.dim)
-    return [(pieces, np.array([known[p] for p in pieces], dtype=np.float32).reshape(len(pieces), dim))
-            for pieces in per_item]
+    return [(item, np.array([known[p] for p in item], dtype=np.float32).reshape(len(item), dim))
+            for item in per_item]
 
 
 class Writing:
@@ -214,8 +248,9 @@ class Writing:
         dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
         grounding = self.config.grounding
         if grounding.pieces_at_ingest:
-            pieces = encode_pieces(stack.text, stored_descriptions(items, plans, texts, patches=grounding.patch_pieces_at_ingest),
-                                   texts, text, stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
+            wanted = stored_pieces(items, plans, texts, patches=grounding.patch_pieces_at_ingest)
+            pieces = encode_pieces(stack.text, wanted, texts, text,
+                                   stored=lambda found: self.store.stored_piece_texts(found, dim))
         else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
             pieces = [([], np.zeros((0, dim), np.float32)) for _ in items]
         image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
@@ -313,8 +348,11 @@ class Writing:
         filled = 0
         for start in range(0, len(todo), batch):
             part = todo[start : start + batch]
-            descriptions = self.store.descriptions(part, patches=self.config.grounding.patch_pieces_at_ingest)
-            pieces = encode_pieces(encoder, [descriptions[d] for d in part], [], np.zeros((0, dim), np.float32),
+            grounding = self.config.grounding
+            levels = piece_levels(patches=grounding.patch_pieces_at_ingest)
+            sources = self.store.described_chunks(part, levels=levels)
+            per_doc = [pieces_to_store(*sources[d]) if d in sources else [] for d in part]
+            pieces = encode_pieces(encoder, per_doc, [], np.zeros((0, dim), np.float32),
                                    stored=lambda wanted: self.store.stored_piece_texts(wanted, dim))
             self.store.begin()
             for doc_id, (texts, vectors) in zip(part, pieces):

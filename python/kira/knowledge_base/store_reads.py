@@ -220,6 +220,27 @@ class StoreReads:
                 out[doc].append(description or "")
         return out
 
+    def described_chunks(self, doc_ids: Iterable[str], *, levels: Iterable[str]
+                         ) -> dict[str, tuple[str | None, bool, list[tuple[str, str]]]]:
+        """doc_id -> (its caption, whether it has an image, [(level, description)] of its chunks of the given
+        `levels`, by chunk id): what `kira.knowledge_base.kb_writing.pieces_to_store` reads."""
+        docs = list(dict.fromkeys(doc_ids))
+        out: dict[str, tuple[str | None, bool, list[tuple[str, str]]]] = {}
+        wanted = sorted(set(levels))
+        for start in range(0, len(docs), 900):
+            part = docs[start : start + 900]
+            heads = self.conn.execute(
+                f"SELECT doc_id, caption, width FROM documents WHERE doc_id IN ({','.join('?' * len(part))})", part)
+            for doc, caption, width in heads:
+                out[doc] = (caption, bool(width), [])
+            rows = self.conn.execute(
+                f"SELECT c.doc_id, c.level, c.description FROM chunks c WHERE c.doc_id IN ({','.join('?' * len(part))})"
+                f" AND c.level IN ({','.join('?' * len(wanted))}) ORDER BY c.id", [*part, *wanted])
+            for doc, level, description in rows:
+                if doc in out:
+                    out[doc][2].append((level, description or ""))
+        return out
+
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
         """Rows of the given chunk ids (unknown ids are absent from the result)."""
         out: dict[int, ChunkRow] = {}

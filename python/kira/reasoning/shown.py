@@ -140,6 +140,34 @@ def appearance_words(part: str) -> str:
     return text[:1].lower() + text[1:] if text else ""
 
 
+def _describer_parts(summary: str, caption: str) -> tuple[str, list[str]]:
+    """(location, measurement parts) of a described image's `summary`: its ";" parts that are neither the
+    user's `caption`, a field (tags, text read, labels) nor its location, as written (figures kept)."""
+    location = ""
+    measured: list[str] = []
+    rest = summary.strip()
+    if caption and rest.startswith(caption.strip()):
+        rest = rest[len(caption.strip()):]
+    for part in (p.strip() for p in rest.split(";")):
+        if not part or part.lower().startswith(_FIELD_HEADS):
+            continue
+        if _LOCATION.match(part):
+            location = part
+            continue
+        if part.startswith(("text ", "tags ")) or part in (caption or ""):
+            continue
+        measured.append(part)
+    return location, measured
+
+
+def appearance_parts(summary: str, caption: str | None = None) -> list[str]:
+    """The parts of a knowledge base-described image's `summary` that only say how it looks: the describer's
+    brightness, colour, texture and salient-region measurements, as written (`shown` reads them as
+    `Shown.looks`, without figures). `caption`: the user's caption the summary starts with (None or "" when
+    none). Returns [] for a summary of nothing but caption, fields and location."""
+    return _describer_parts(summary, caption or "")[1]
+
+
 def shown(item: EvidenceItem) -> Shown:
     """Split `item` into what it shows and how it looks (module docstring)."""
     prov = item.provenance if isinstance(item.provenance, Mapping) else {}
@@ -152,22 +180,8 @@ def shown(item: EvidenceItem) -> Shown:
         return Shown(caption=(caption or "").strip(), passage=(passage or "").strip(), tags=_strings(prov.get("tags")),
                      metadata=dict(metadata), labels=_labels(prov.get("labels")),
                      text_read=_text_read(prov.get("text_read")), written=written)
-    looks: list[str] = []
-    location = ""
-    rest = item.summary.strip()
-    if caption and rest.startswith(caption.strip()):
-        rest = rest[len(caption.strip()):]
-    for part in (p.strip() for p in rest.split(";")):
-        if not part or part.lower().startswith(_FIELD_HEADS):
-            continue
-        if _LOCATION.match(part):
-            location = part
-            continue
-        if part.startswith(("text ", "tags ")) or part in (caption or ""):
-            continue
-        words = appearance_words(part)
-        if words:
-            looks.append(words)
+    location, measured = _describer_parts(item.summary, caption or "")
+    looks = [words for words in map(appearance_words, measured) if words]
     return Shown(caption=(caption or "").strip(), passage=(passage or "").strip(), tags=_strings(prov.get("tags")),
                  metadata=dict(metadata), labels=_labels(prov.get("labels")),
                  text_read=_text_read(prov.get("text_read")), looks=tuple(looks), location=location)
@@ -186,4 +200,5 @@ def shows_text(item: EvidenceItem) -> str:
     return shown(item).content_text()
 
 
-__all__ = ["APPEARANCE_WORDS", "Shown", "appearance_words", "asks_about_appearance", "shown", "shows_text"]
+__all__ = ["APPEARANCE_WORDS", "Shown", "appearance_parts", "appearance_words", "asks_about_appearance", "shown",
+           "shows_text"]
