@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kira.adapt.io import FORMAT_VERSION, ProjectionHead, load_adapter, save_arrays
+from kira.adapt.labelled import labelled_rows
 from kira.adapt.local import check_patches, patch_coverage, unit_rows
 from kira.config import AdaptationConfig
 
@@ -135,13 +136,7 @@ def fit_classifier(method: str, features: np.ndarray, labels: Sequence[Any], pat
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    x = np.ascontiguousarray(features, dtype=np.float32)
-    names = np.asarray([str(v) for v in labels])
-    if x.ndim != 2 or len(names) != len(x):
-        raise ValueError(f"features must be (n, dim) with one label per row; got {x.shape}, {len(names)} labels")
-    classes, y = np.unique(names, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError("few-shot prototypes need at least two classes")
+    x, names, classes, y = labelled_rows(features, labels, needs="few-shot prototypes")
     cfg = config or AdaptationConfig()
     head: ProjectionHead | None = None
     if method == "protonet":

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from kira.adapt.io import ProjectionHead
+from kira.adapt.labelled import labelled_rows
 from kira.config import AdaptationConfig
 
 log = logging.getLogger(__name__)
@@ -167,13 +168,7 @@ def train_projection(
     out_dim = int(out_dim or cfg.projection_out)
     epochs = int(cfg.epochs if epochs is None else epochs)
     margin = float(cfg.triplet_margin if margin is None else margin)
-    x = np.ascontiguousarray(features, dtype=np.float32)
-    y_names = np.asarray([str(v) for v in labels])
-    if x.ndim != 2 or len(y_names) != len(x):
-        raise ValueError(f"features must be (n, dim) with one label per row; got {x.shape} and {len(y_names)} labels")
-    classes, y = np.unique(y_names, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError("a triplet loss needs at least two classes")
+    x, y_names, classes, y = labelled_rows(features, labels, needs="a triplet loss")
     if init is not None and init.in_dim != x.shape[1]:
         raise ValueError(f"init head expects {init.in_dim} features; got {x.shape[1]}")
     torch.manual_seed(seed)

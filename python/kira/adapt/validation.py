@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kira.adapt.fewshot import METHODS, TRAINED, FewShotClassifier, fit_classifier
+from kira.adapt.labelled import labelled_rows
 from kira.config import AdaptationConfig
 
 log = logging.getLogger(__name__)
@@ -110,13 +111,7 @@ def validate(features: np.ndarray, labels: Sequence[Any], patches: np.ndarray | 
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise ValueError(f"unknown adaptation methods {unknown}; choose from {METHODS}")
-    x = np.ascontiguousarray(features, dtype=np.float32)
-    names = np.asarray([str(v) for v in labels])
-    if x.ndim != 2 or len(names) != len(x):
-        raise ValueError(f"features must be (n, dim) with one label per row; got {x.shape}, {len(names)} labels")
-    classes, y = np.unique(names, return_inverse=True)
-    if len(classes) < 2:
-        raise ValueError(f"adaptation needs labelled examples of at least two classes; got {len(classes)}")
+    x, names, classes, y = labelled_rows(features, labels, needs="adaptation")
     counts = np.bincount(y)
     wanted = ["frozen"] + [m for m in METHODS if m in methods and m != "frozen"]
     base = dict(classes=len(classes), labelled=len(names), min_shots=int(counts.min()))
