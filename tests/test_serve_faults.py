@@ -16,21 +16,9 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from test_serve import _photo, _png  # noqa: E402 - the service tests' real photos and PNG bytes
+
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "coins")
-
-
-def _photo(name: str) -> np.ndarray:
-    import skimage.data
-
-    return getattr(skimage.data, name)()
-
-
-def _png(pixels: np.ndarray) -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def _b64(pixels: np.ndarray) -> str:
