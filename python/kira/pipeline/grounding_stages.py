@@ -170,22 +170,6 @@ def hops_with_documents(kb: Any, hops: tuple[dict[str, Any], ...], rows: dict[in
                  for h in hops)
 
 
-def stored_text_vectors(kb: Any, items: Any) -> np.ndarray:
-    """The text vectors the knowledge base stored for the items' chunks (rows of zeros where it holds none).
-
-    A document chunk's vector encodes its description, the text the critic judges; a region or
-    patch chunk's encodes the same text less where it lies.
-    """
-    index = kb.index("text")
-    out = np.zeros((len(items), index.dim if index is not None else 0), np.float32)
-    if index is None:
-        return out
-    rows = [n for n, item in enumerate(items) if index.contains(item.chunk_id)]
-    if rows:
-        out[rows] = index.get_vectors(np.array([items[n].chunk_id for n in rows], np.int64))
-    return out
-
-
 def built_with_this_text_encoder(kb: Any, models: Any) -> bool:
     """Whether `models`' text encoder is the one that built `kb` (its recorded identity, or class name for a
     knowledge base that recorded none); True when the knowledge base records nothing. Vectors stored by
@@ -258,4 +242,4 @@ def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int
 
 
 __all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse", "hops_with_documents",
-           "built_with_this_text_encoder", "stored_piece_vectors", "stored_text_vectors", "subject_documents"]
+           "built_with_this_text_encoder", "stored_piece_vectors", "subject_documents"]
