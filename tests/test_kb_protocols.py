@@ -26,9 +26,15 @@ def _used(pattern: str) -> set[str]:
 def test_the_protocol_lists_every_knowledge_base_attribute_the_pipeline_reasoning_and_server_use():
     used = _used(r"\bkb\.([A-Za-z_]+)")
     assert used, "the pattern found no kb.<name> at all: the packages moved"
-    assert used - {"store"} <= PROTOCOL_NAMES, sorted(used - {"store"} - PROTOCOL_NAMES)
-    store_used = _used(r"\bkb\.store\.([A-Za-z_]+)")
-    assert store_used and store_used <= set(vars(StoreReads)), sorted(store_used - set(vars(StoreReads)))
+    assert used <= PROTOCOL_NAMES, sorted(used - PROTOCOL_NAMES)
+
+
+def test_no_stage_reads_past_the_seam_into_the_store():
+    assert "store" not in _used(r"\bkb\.([A-Za-z_]+)")
+    for package in PACKAGES:
+        for file in (ROOT / package).glob("*.py"):
+            text = file.read_text(encoding="utf-8")
+            assert not re.search(r"getattr\(\s*\w*kb\w*\s*,\s*[\"']store", text), file
 
 
 def test_the_embedded_knowledge_base_satisfies_the_protocol_unchanged(tmp_path):

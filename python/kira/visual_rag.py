@@ -125,7 +125,7 @@ class VisualRAG:
         from kira.images import load_image
 
         image_id = str(image_id)
-        if any(p["doc_id"] == image_id for p in self._pending) or self.kb.store.has_document(image_id):
+        if any(p["doc_id"] == image_id for p in self._pending) or self.kb.has_document(image_id):
             raise ValueError(f"image id {image_id!r} was already added")
         self._pending.append(dict(
             pixels=load_image(pixels), doc_id=image_id, caption=caption, tags=tuple(tags), metadata=dict(metadata or {}),

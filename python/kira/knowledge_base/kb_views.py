@@ -14,7 +14,7 @@ import io
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -72,6 +72,34 @@ class DerivedViews(CompoundQueries):
 
     def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, DocumentRow]:
         return self.store.documents(doc_ids)
+
+    # ---- rows a query reads by id (stages read these, never ``store``) -------------------
+    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, Any]:
+        """chunk id -> `ChunkRow` (id, doc_id, level, parent_id, box, description); unknown ids absent."""
+        return self.store.chunks(ids)
+
+    def provenances(self, doc_ids: Iterable[str]) -> Mapping[str, dict[str, Any]]:
+        """doc id -> how the document was made (encoders, labels, text read)."""
+        return self.store.provenances(doc_ids)
+
+    def document_chunk_ids(self, doc_ids: Iterable[str]) -> Mapping[str, int]:
+        """doc id -> its document-level chunk id (unknown ids absent)."""
+        return self.store.document_chunk_ids(doc_ids)
+
+    def piece_vectors(self, keys: Iterable[tuple[str, str]], dim: int) -> Mapping[tuple[str, str], np.ndarray]:
+        """(doc id, piece text) -> its stored sentence vector of width `dim` (pieces not stored are absent)."""
+        return self.store.piece_vectors(keys, dim)
+
+    def has_document(self, doc_id: str) -> bool:
+        return bool(self.store.has_document(doc_id))
+
+    def generation(self) -> int:
+        """How many commits the knowledge base has seen (any process's)."""
+        return int(self.store.generation())
+
+    def thumbnail_png(self, doc_id: str) -> bytes | None:
+        """The PNG bytes of the document's stored preview, or None."""
+        return self.store.thumbnail(doc_id)
 
     def view(self, spec: DerivedView[T]) -> T:
         """The value of a derived view for the current commit: built on first use and kept until the

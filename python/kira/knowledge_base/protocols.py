@@ -121,10 +121,40 @@ class KnowledgeBaseLike(Protocol):
         """The fitted text->image bridge, or None."""
         ...
 
+    # ---- rows by id (what stages read; never ``store``) ----------------------------------
     def documents(self, doc_ids: Iterable[str] | None = None) -> Mapping[str, Any]:
+        """doc id -> `DocumentRow` (source, caption, width, height, metadata, tags); all when None."""
+        ...
+
+    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, Any]:
+        """chunk id -> `ChunkRow` (id, doc_id, level, parent_id, box, description); unknown ids absent."""
+        ...
+
+    def provenances(self, doc_ids: Iterable[str]) -> Mapping[str, dict[str, Any]]:
+        """doc id -> how the document was made (encoders, labels, text read)."""
+        ...
+
+    def document_chunk_ids(self, doc_ids: Iterable[str]) -> Mapping[str, int]:
+        """doc id -> its document-level chunk id."""
+        ...
+
+    def piece_vectors(self, keys: Iterable[tuple[str, str]], dim: int) -> Mapping[tuple[str, str], np.ndarray]:
+        """(doc id, piece text) -> its stored sentence vector (pieces not stored are absent)."""
+        ...
+
+    def has_document(self, doc_id: str) -> bool:
+        ...
+
+    def generation(self) -> int:
+        """How many commits the knowledge base has seen (any process's)."""
         ...
 
     def thumbnail(self, doc_id: str) -> np.ndarray | None:
+        """The stored preview as an RGB array, or None."""
+        ...
+
+    def thumbnail_png(self, doc_id: str) -> bytes | None:
+        """The stored preview's PNG bytes, or None."""
         ...
 
     def memo(self, key: str, build: Callable[[], T]) -> T:

@@ -23,10 +23,10 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
     """
     ids = [int(i) for i in ids]
     if rows is None or any(i not in rows for i in ids):
-        rows = kb.store.chunks(ids)
+        rows = kb.chunks(ids)
     doc_ids = {rows[i].doc_id for i in ids if i in rows}
-    docs = kb.store.documents(doc_ids)
-    stored = kb.store.provenances(doc_ids)
+    docs = kb.documents(doc_ids)
+    stored = kb.provenances(doc_ids)
     compound = kb.compound_of()
     view_set = kb.view_set_of()
     thumbs: dict[str, np.ndarray | None] = {}

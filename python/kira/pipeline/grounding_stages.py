@@ -165,7 +165,7 @@ def hops_with_documents(kb: Any, hops: tuple[dict[str, Any], ...], rows: dict[in
         return hops
     wanted = [int(i) for h in hops for i in h.get("ids", []) if int(i) not in rows]
     if wanted:
-        rows = {**rows, **kb.store.chunks(wanted)}
+        rows = {**rows, **kb.chunks(wanted)}
     return tuple({**h, "documents": list(dict.fromkeys(rows[int(i)].doc_id for i in h.get("ids", []) if int(i) in rows))}
                  for h in hops)
 
@@ -190,11 +190,10 @@ def stored_piece_vectors(kb: Any, items: Any, dim: int) -> dict[str, np.ndarray]
     stored at ingest: what the verifier compares claims with, so that an ask encodes only its claims.
     Pieces it does not hold (a knowledge base built before it stored them; a summary that is not the
     chunk's description) are absent, and the verifier encodes them."""
-    store = getattr(kb, "store", None)
-    if store is None or not hasattr(store, "piece_vectors") or not items:
+    if not items:
         return {}
     keys = [(item.doc_id, piece) for item in items for piece in summary_pieces(item.summary)]
-    return {text: vector for (_, text), vector in store.piece_vectors(keys, dim).items()}
+    return {text: vector for (_, text), vector in kb.piece_vectors(keys, dim).items()}
 
 
 def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) -> str:
@@ -213,7 +212,7 @@ def subject_documents(kb: Any, named_chunks: np.ndarray) -> frozenset[str]:
     compound groups (kira.knowledge_base: what temporal sequences and multiview sets group)."""
     if not len(named_chunks):
         return frozenset()
-    rows = kb.store.chunks(named_chunks.tolist())
+    rows = kb.chunks(named_chunks.tolist())
     docs = {row.doc_id for row in rows.values()}
     compound = kb.compound_of()
     keys = {compound[d] for d in docs if d in compound}
@@ -227,7 +226,7 @@ def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int
     if not len(fused.ids):
         return [], {}
     head = fused.ids[: max(n * 4, 50)].tolist()
-    rows = kb.store.chunks(head)
+    rows = kb.chunks(head)
     counts: dict[str, int] = {}
     out: list[tuple[int, float]] = []
     for cid, score in zip(head, fused.scores[: len(head)].tolist()):

@@ -201,7 +201,7 @@ class Rerank:
         n = ctx.config.retrieval.rerank_candidates_per_result * state.top_k
         fused = _copy(state.fused)
         head = fused.ids[:n]
-        desc = {cid: row.description for cid, row in ctx.kb.store.chunks(head).items()}
+        desc = {cid: row.description for cid, row in ctx.kb.chunks(head).items()}
         ran = rerank(ctx.models, state.question, fused, desc, ctx.config.retrieval, len(head))
         return state.evolve(fused=fused, trace={"reranked": ran})
 

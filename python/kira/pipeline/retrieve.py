@@ -119,7 +119,7 @@ def chunk_ids_of(kb: Any, doc_ids: Sequence[str]) -> np.ndarray:
     """Every indexed chunk id of these documents, sorted."""
     if not doc_ids:
         return np.zeros(0, np.int64)
-    doc_chunks = np.array(sorted(kb.store.document_chunk_ids(doc_ids).values()), dtype=np.int64)
+    doc_chunks = np.array(sorted(kb.document_chunk_ids(doc_ids).values()), dtype=np.int64)
     ids = [kb.index(s).ids() for s in ("visual", "text") if kb.index(s) is not None]
     if not ids:
         return np.zeros(0, np.int64)
@@ -182,7 +182,7 @@ def retrieve(ctx: StageContext, stages: Sequence[Stage], *, question: str, pixel
     head = per_document_head(ctx.kb, fused.ids, top_k, per_document)
     score_of = dict(zip(fused.ids.tolist(), fused.scores.tolist()))
     ids = head.tolist()
-    rows = ctx.kb.store.chunks(ids)
+    rows = ctx.kb.chunks(ids)
     hits = tuple(
         Hit(int(cid), rows[cid].doc_id, rows[cid].level, float(score_of[cid]), rows[cid].box,
             tuple(fused.paths.get(cid, ())), fused.cosine.get(cid))

@@ -136,7 +136,7 @@ class Reader:
             self._seen()
 
     def _seen(self) -> None:
-        self.generation = int(self.kb.store.generation())
+        self.generation = int(self.kb.generation())
         self.documents = len(self.kb)
 
     def close(self) -> None:
@@ -217,7 +217,7 @@ class Reader:
         if not self.kb.documents([doc_id]):
             raise ApiError(404, "unknown_document", f"no document {doc_id!r} in the knowledge base",
                            "check the id (POST /search lists ids)")
-        png = self.kb.store.thumbnail(doc_id)
+        png = self.kb.thumbnail_png(doc_id)
         if not png:
             raise ApiError(404, "no_thumbnail", f"document {doc_id!r} has no image, so no thumbnail",
                            "GET /documents/{doc_id} shows its text")
@@ -233,7 +233,7 @@ class Reader:
             raise ApiError(404, "unknown_document", f"no document {doc_id!r} in the knowledge base",
                            "check the id (POST /search lists ids); a document added on a writable server is "
                            "visible once POST /commit has run")
-        chunks = self.kb.store.chunks(chunk_ids_of(self.kb, [doc_id]))
+        chunks = self.kb.chunks(chunk_ids_of(self.kb, [doc_id]))
         return {
             "doc_id": row.doc_id, "source": row.source, "caption": row.caption, "width": row.width,
             "height": row.height, "metadata": json_safe(row.metadata), "tags": list(row.tags),
