@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from kira.reasoning.sentences import GENERIC_QUESTION_WORDS
 from kira.reasoning.shown import Shown, asks_about_appearance, shown
 from kira.reasoning.text_tokens import content_tokens, stem
 from kira.reasoning.types import EvidencePack
+
+if TYPE_CHECKING:
+    from kira.models.protocols import TextEncoder
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +133,7 @@ class RelevanceJudge:
     the GIL; safe to share if the encoder is.
     """
 
-    def __init__(self, encoder: Any, *, abstain_z: float = ABSTAIN_Z, probes: Sequence[str] = PROBES,
+    def __init__(self, encoder: TextEncoder, *, abstain_z: float = ABSTAIN_Z, probes: Sequence[str] = PROBES,
                  appearance_words: Sequence[str] = ()) -> None:
         if not probes:
             raise ValueError("RelevanceJudge needs at least one probe phrase")
@@ -143,14 +146,17 @@ class RelevanceJudge:
 
     def _unit(self, texts: Sequence[str]) -> np.ndarray:
         v = np.asarray(self.encoder.encode(list(texts)), dtype=np.float32)
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        unit: np.ndarray = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        return unit
 
     def probe_vectors(self, appearance: bool = False) -> np.ndarray:
         """The unit vectors of the probes (of `APPEARANCE_PROBES` for an appearance question), encoded once."""
         if self._probe_vectors is None:
             self._probe_vectors = self._unit(self.probes)
             self._appearance_vectors = self._unit(APPEARANCE_PROBES)
-        return self._appearance_vectors if appearance else self._probe_vectors
+        vectors = self._appearance_vectors if appearance else self._probe_vectors
+        assert vectors is not None  # both are set together, above
+        return vectors
 
     def standouts(self, question: str, texts: Sequence[str], *, question_vector: np.ndarray | None = None,
                   known: Mapping[str, np.ndarray] | None = None, appearance: bool = False) -> np.ndarray:
@@ -170,7 +176,8 @@ class RelevanceJudge:
         centre = np.median(probe, axis=0)
         q75, q25 = np.percentile(probe, [75, 25], axis=0)
         spread = np.maximum((q75 - q25) / 1.349, MIN_SPREAD)
-        return (cos - centre) / spread
+        z: np.ndarray = (cos - centre) / spread
+        return z
 
     def judge(self, question: str, pack: EvidencePack, *, image_query: bool = False,
               question_vector: np.ndarray | None = None, known: Mapping[str, np.ndarray] | None = None) -> Relevance:
