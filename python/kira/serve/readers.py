@@ -85,7 +85,7 @@ def recorded_models(kb_path: str) -> dict[str, str]:
         store = Store(Path(kb_path), read_only=True)
         try:
             reader = RecordedModels.__new__(RecordedModels)
-            reader.store = store  # built_with() reads the store's meta rows only
+            reader.store = store  # type: ignore[attr-defined]  # built_with() reads the store's meta rows only
             return dict(reader.built_with())
         finally:
             store.close()
