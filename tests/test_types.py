@@ -35,3 +35,19 @@ def test_mypy_finds_no_errors_in_kira():
     assert "Success: no issues found" in stdout, stdout + stderr
     # an override naming a package that moved would quietly stop checking it strictly
     assert "unused section" not in stdout + stderr, f"[tool.mypy] names modules that do not exist:\n{stdout}{stderr}"
+
+
+def test_count_any_counts_each_spelling_per_package_and_skips_comments(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("count_any", _repository_root() / "tools" / "count_any.py")
+    count_any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(count_any)
+    root = tmp_path / "kira"
+    (root / "stage").mkdir(parents=True)
+    (root / "top.py").write_text("def f(x: Any) -> Any:  # x: Any in a comment\n    return x\n")
+    (root / "stage" / "a.py").write_text("rows: dict[str, Any] = {}\nAnyThing: int = 1\nn: Anyhow = 2\n")
+    counts = count_any.count_any(root)
+    assert dict(counts["(top level)"]) == {": Any": 1, "-> Any": 1, "Any]": 0}
+    assert dict(counts["stage"]) == {": Any": 0, "-> Any": 0, "Any]": 1}
+    assert count_any.table(counts).splitlines()[-1] == "| **all** | 1 | 1 | 1 | 3 |"
