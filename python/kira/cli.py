@@ -33,7 +33,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from kira.cli_opening import model_stack, open_read_only
+from kira import cli_opening
+from kira.cli_opening import open_read_only
 
 VARIANT_HELP = {
     "visual_only": "path A only: the visual index",
@@ -84,7 +85,7 @@ def _ask(args: argparse.Namespace) -> Any:
         raise ValueError(f"--top-k must be at least 1; got {args.top_k}")
     args.question = clean_text(args.question, "the question")  # bytes that are not UTF-8 become U+FFFD
     _refuse_damaged_database(args.kb, args.uri)
-    kb = open_read_only(args.kb, args.uri, models=model_stack(args.models))
+    kb = open_read_only(args.kb, args.uri, models=cli_opening.model_stack(args.models))
     try:
         if len(kb) == 0:
             raise ValueError(f"the knowledge base {args.kb} is empty: add images first with "

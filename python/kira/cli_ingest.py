@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kira.cli_opening import image_suffixes, model_stack
+from kira import cli_opening
+from kira.cli_opening import image_suffixes
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -49,7 +50,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.engine == "ray" and len(args.inputs) != 1:
         raise ValueError("--engine ray reads one folder (or pyarrow uri); give one input")
     ocr = getattr(args, "ocr", False)
-    models = model_stack(args.models, ocr=True, kb=args.kb, uri=args.uri) if ocr else model_stack(args.models)
+    stack = cli_opening.model_stack
+    models = stack(args.models, ocr=True, kb=args.kb, uri=args.uri) if ocr else stack(args.models)
     if args.engine == "ray":
         return _ingest_with_ray(args, path, models, sources, captions)
     kb, created = _open_for_ingest(args, path, models)
