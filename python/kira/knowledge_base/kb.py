@@ -30,7 +30,7 @@ from kira.knowledge_base.batch_encode import MAX_ENCODED_CHARS
 from kira.knowledge_base.chunker import LEVELS, levels_arg
 from kira.knowledge_base.compound import CompoundIndex
 from kira.knowledge_base.model_identity import RecordedModels, default_stack_for
-from kira.knowledge_base.storage import Storage
+from kira.knowledge_base.storage import KeepsBridge, Storage
 from kira.knowledge_base.views import DerivedView, DerivedViews, decode_thumbnail, warm
 from kira.knowledge_base.writing import document_items, image_item, prepare_for
 
@@ -278,14 +278,15 @@ class KnowledgeBase:
         """Make every change since the last commit durable and visible to other processes; returns the new
         generation. `checkpoint`: also save what the backend keeps besides (embedded: the index files, saved
         when None once enough of them changed, `kira.knowledge_base.embedded.storage`; Milvus: a flush);
-        False: not now. With no text tower in image space, the bridge is refitted and stored now, so
-        read-only openers find it current."""
+        False: not now. With no text tower in image space, a backend that stores the bridge gets it refitted
+        now."""
         self._writable()
         generation = self.storage.commit(checkpoint=checkpoint)
         self._dirty = False
         self.views.clear()
-        if self.dims() is not None and self._models is not None and getattr(self._models, "image_text", None) is None:
-            self.bridge()
+        if (isinstance(self.storage, KeepsBridge) and self.dims() is not None and self._models is not None
+                and getattr(self._models, "image_text", None) is None):
+            self.bridge()  # refitted and stored now, so read-only openers find it current
         return generation
 
     def commit_database(self) -> int:
