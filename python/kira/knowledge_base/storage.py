@@ -239,6 +239,9 @@ class KeepsAdapter(Protocol):
 
 @runtime_checkable
 class ReusesStoredPieces(Protocol):
+    """Rows (a storage's ``rows``) that can say which texts any document already stores as a text piece, so a
+    new batch reuses their vectors instead of encoding them again (the embedded store; Milvus encodes them)."""
+
     def stored_piece_texts(self, texts: Iterable[str], dim: int) -> dict[str, np.ndarray]:
         """{text: raw vector} of the texts any document already stores as a piece."""
         ...
