@@ -19,6 +19,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -69,7 +70,7 @@ class KnowledgeBase:
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike, config: KiraConfig | None = None, models: Any = None, *,
+    def create(cls, path: str | os.PathLike[str], config: KiraConfig | None = None, models: Any = None, *,
                index: str = "flat", levels: Sequence[str] = LEVELS, caption_children: bool = False,
                profile: Any = None, backend: str = "embedded", uri: str | None = None,
                token: str = "") -> KnowledgeBase:
@@ -98,7 +99,7 @@ class KnowledgeBase:
         return kb
 
     @classmethod
-    def open(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False, backend: str | None = None,
+    def open(cls, path: str | os.PathLike[str], models: Any = None, *, read_only: bool = False, backend: str | None = None,
              uri: str | None = None, token: str = "") -> KnowledgeBase:
         """Open an existing knowledge base (index files are loaded, never rebuilt; a gap left by a crash is
         repaired from the stored vectors). backend / uri / token: as `create`; backend None finds it (a uri, or
@@ -239,7 +240,7 @@ class KnowledgeBase:
         self.views.clear()
         return batch.doc_ids
 
-    def ingest(self, folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike], **kwargs: Any) -> Any:
+    def ingest(self, folder_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **kwargs: Any) -> Any:
         """Add every image under a folder (or in a list of paths); see `kira.knowledge_base.ingest.ingest`."""
         from kira.knowledge_base.ingest import ingest
 
@@ -337,7 +338,8 @@ class KnowledgeBase:
     def __enter__(self) -> KnowledgeBase:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is not None and not self.read_only and not self._closed:
             self.rollback()
         self.close()

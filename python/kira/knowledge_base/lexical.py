@@ -86,7 +86,7 @@ class LexicalIndex:
     """An in-memory BM25 index over (chunk id, text) pairs. Build with `LexicalIndex.build`."""
 
     def __init__(self, ids: np.ndarray, lengths: np.ndarray, postings: dict[str, tuple[np.ndarray, np.ndarray]],
-                 counts: Sequence[Counter] | None = None) -> None:
+                 counts: Sequence[Counter[str]] | None = None) -> None:
         self.ids = ids
         self.lengths = lengths
         self.postings = postings
@@ -108,7 +108,7 @@ class LexicalIndex:
         return cls._from_counts(ids, [Counter(lexical_terms(text)) for text in texts])
 
     @classmethod
-    def _from_counts(cls, ids: np.ndarray, counts: list[Counter]) -> LexicalIndex:
+    def _from_counts(cls, ids: np.ndarray, counts: list[Counter[str]]) -> LexicalIndex:
         rows: dict[str, list[int]] = {}
         freqs: dict[str, list[int]] = {}
         lengths = np.zeros(len(ids), dtype=np.float32)

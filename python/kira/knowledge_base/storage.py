@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from kira.knowledge_base.batch import WriteBatch
+from kira.knowledge_base.compound import CompoundIndex
 
 
 @runtime_checkable
@@ -118,13 +119,23 @@ class StoredRows(Protocol):
 class Storage(Protocol):
     """A backend of the knowledge base (module docstring): ``rows`` answers reads, the methods write and keep.
     ``kind`` is "embedded" or "milvus"; ``where`` names it in messages; ``path`` is its local directory
-    (or, on a Milvus server, its name)."""
+    (or, on a Milvus server, its name). The knowledge base only reads these five, so a backend may hold each
+    as an attribute or a property."""
 
-    kind: str
-    where: str
-    path: Path
-    read_only: bool
-    rows: StoredRows
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def rows(self) -> StoredRows: ...
 
     def get_setting(self, key: str, default: str | None = None) -> str | None:
         """A stored setting (``config`` and ``profile``: their JSON), or `default`."""
@@ -205,7 +216,7 @@ class ServesLexical(Protocol):
 
 @runtime_checkable
 class ServesCompoundPartners(Protocol):
-    def compounds(self) -> Any:
+    def compounds(self) -> CompoundIndex:
         """The compound groups (`kira.knowledge_base.compound.CompoundIndex`) as the backend keeps them."""
         ...
 

@@ -11,6 +11,7 @@ levels and groups by document server-side) is asked instead of computing it here
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import time
@@ -51,13 +52,15 @@ class DerivedViews:
         """`build()`'s value, computed once per commit."""
         if key not in self.caches:
             self.caches[key] = build()
-        return self.caches[key]
+        value: T = self.caches[key]
+        return value
 
     def level_ids(self, levels: Iterable[str]) -> np.ndarray:
         """Sorted int64 ids of chunks at `levels` (cached per commit, updated with what changed)."""
         key = tuple(sorted(set(levels)))
-        if isinstance(self.storage, ServesLevelFilter):
-            return self.cached(("levels", key), lambda: self.storage.level_ids(key))
+        storage = self.storage
+        if isinstance(storage, ServesLevelFilter):
+            return self.cached(("levels", key), lambda: storage.level_ids(key))
         rows = self.storage.rows
         return self.cached(("levels", key), lambda: self.kept_view(
             f"levels:{','.join(key)}", read=lambda after, upto: rows.chunk_ids(levels=key, after=after, upto=upto),
@@ -155,7 +158,10 @@ class DerivedViews:
             keep = ~np.isin(previous[0], gone)
             return np.concatenate([previous[0][keep], new[0]]), np.concatenate([previous[1][keep], new[1]])
 
-        return self.kept_view("doc_chunk_map", read=read, build=lambda r: r, update=update)
+        def build(first: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            return first
+
+        return self.kept_view("doc_chunk_map", read=read, build=build, update=update)
 
 
 def decode_thumbnail(png: bytes | None) -> np.ndarray | None:
@@ -212,7 +218,7 @@ def warm(kb: Any) -> dict[str, float]:
         if spec is DOC_CHUNK_MAP and isinstance(kb.storage, ServesDocumentGroups):
             continue  # the backend groups by document itself
         method = getattr(kb, spec.name, None)  # the knowledge base's own reader (it may ask the backend instead)
-        steps[spec.name] = method if callable(method) else (lambda spec=spec: kb.view(spec))
+        steps[spec.name] = method if callable(method) else functools.partial(kb.view, spec)
     if kb.dims() is not None and getattr(kb.models, "image_text", None) is None:
         steps["bridge"] = kb.bridge  # how a text question reaches the visual index
     seconds: dict[str, float] = {}

@@ -96,7 +96,8 @@ class KbEncodeAndWrite:
         from kira.knowledge_base.inputs import clean_text, tags_arg
 
         status: dict[str, tuple[str, str, int]] = {}
-        items, ordinals = [], []
+        items: list[dict[str, Any]] = []
+        ordinals: list[int] = []
         for path, doc_id, ordinal in zip(batch["path"], batch["doc_id"], batch["ordinal"]):
             path, doc_id = str(path), str(doc_id)
             try:
@@ -132,7 +133,7 @@ class KbEncodeAndWrite:
                 "node": np.array([self.node] * len(paths), dtype=object)}
 
 
-def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = None, actors: int | None = None,
+def ingest_ray_kb(kb: Any, source: str | os.PathLike[str], *, address: str | None = None, actors: int | None = None,
                   cpus_per_actor: float = 1.0, batch_size: int = 16, captions: Mapping[str, str] | None = None,
                   tags: Callable[[Any], Iterable[str]] | None = None,
                   metadata: Callable[[Any], dict[str, Any]] | None = None, follow_links: bool = False,

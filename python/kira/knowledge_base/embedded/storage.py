@@ -60,7 +60,7 @@ class EmbeddedStorage:
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike, settings: Mapping[str, str]) -> EmbeddedStorage:
+    def create(cls, path: str | os.PathLike[str], settings: Mapping[str, str]) -> EmbeddedStorage:
         """A new, empty knowledge base directory at `path` holding `settings` (``config``: a KiraConfig's JSON),
         open for writing. ValueError where `path` is a file or a non-empty directory."""
         path = Path(path)
@@ -75,7 +75,7 @@ class EmbeddedStorage:
         return storage
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, read_only: bool = False) -> EmbeddedStorage:
+    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> EmbeddedStorage:
         """The knowledge base directory at `path`; its index files are loaded, never rebuilt (a gap left by a
         crash is repaired from the stored vectors). ValueError where `path` holds no knowledge base, its
         config.json is missing or broken, or (writing) another process writes to it."""

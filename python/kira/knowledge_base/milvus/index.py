@@ -261,7 +261,8 @@ class DocumentGroups:
         """The document chunk id of each chunk id (-1 for unknown ids)."""
         if self._group_of is None:
             raise TypeError("this DocumentGroups was made without a chunk -> document map")
-        return self._group_of(np.asarray(ids, dtype=np.int64))
+        documents: np.ndarray = self._group_of(np.asarray(ids, dtype=np.int64))
+        return documents
 
     def __repr__(self) -> str:
         return "DocumentGroups(field='doc_chunk')"

@@ -157,13 +157,13 @@ def build_index_params(client: Any, config: MilvusConfig) -> Any:
     return params
 
 
-def _field_signature(field_info: dict) -> tuple[str, int | None]:
+def _field_signature(field_info: dict[str, Any]) -> tuple[str, int | None]:
     type_name = getattr(field_info.get("type"), "name", str(field_info.get("type")))
     dim = (field_info.get("params") or {}).get("dim")
     return type_name, int(dim) if dim is not None else None
 
 
-def schema_mismatches(described: dict, config: MilvusConfig) -> list[str]:
+def schema_mismatches(described: dict[str, Any], config: MilvusConfig) -> list[str]:
     """What differs between an existing collection (`describe_collection`'s dict) and `config`'s schema."""
     have = {f["name"]: _field_signature(f) for f in described.get("fields", [])}
     want = expected_fields(config)
@@ -193,10 +193,11 @@ class _LiteTimestampNoise(logging.Filter):
 
 def _locked_cause(error: BaseException) -> bool:
     """Whether `error` (or what caused it) is Milvus Lite's "another process holds the lock"."""
-    while error is not None:
-        if type(error).__name__ == "DataDirLockedError":
+    cause: BaseException | None = error
+    while cause is not None:
+        if type(cause).__name__ == "DataDirLockedError":
             return True
-        error = error.__cause__ or error.__context__
+        cause = cause.__cause__ or cause.__context__
     return False
 
 

@@ -20,7 +20,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class MilvusStorage:
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
-    def create(cls, path_or_name: str | os.PathLike, settings: Mapping[str, str], *, uri: str | None = None,
+    def create(cls, path_or_name: str | os.PathLike[str], settings: Mapping[str, str], *, uri: str | None = None,
                token: str = "") -> MilvusStorage:
         """A new, empty knowledge base with `settings`, open for writing. ValueError where it (or a non-empty
         local directory) exists; ImportError naming ``kira[milvus]``; ConnectionError naming the uri."""
@@ -90,7 +90,7 @@ class MilvusStorage:
         return storage
 
     @classmethod
-    def exists(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
+    def exists(cls, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "") -> bool:
         """Whether a knowledge base of this name is at `uri` (or, without one, in the directory)."""
         from kira.knowledge_base.milvus.schema import close_client, connect
 
@@ -104,7 +104,7 @@ class MilvusStorage:
             close_client(client)
 
     @classmethod
-    def open(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "",
+    def open(cls, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "",
              read_only: bool = False) -> MilvusStorage:
         """The knowledge base named `path_or_name` (checked before anything is written: ValueError where there
         is none, where it is not a kira knowledge base or was written by a newer kira)."""
@@ -146,9 +146,11 @@ class MilvusStorage:
             if KIRA_KEYS[key] not in self.settings:
                 return default
             value = self.settings[KIRA_KEYS[key]]
-            return {"levels": lambda: json.dumps(value), "caption_children": lambda: "1" if value else "0"}.get(
-                key, lambda: str(value))()
-        return self.records.get_one(f"setting:{key}", default)
+            spelled: dict[str, Callable[[], str]] = {"levels": lambda: json.dumps(value),
+                                                     "caption_children": lambda: "1" if value else "0"}
+            return spelled.get(key, lambda: str(value))()
+        setting: str | None = self.records.get_one(f"setting:{key}", default)
+        return setting
 
     def put_settings(self, values: Mapping[str, str]) -> None:
         rows = {f"setting:{k}": v for k, v in values.items() if k not in KIRA_KEYS}
