@@ -157,7 +157,7 @@ class DerivedViews(CompoundQueries):
         index, the chunk -> document map and the document groups of a capped search, and the
         compound groups in their one representation; and with a model stack
         that has no text tower in image space the text->image bridge (at 100k chunks they cost
-        the first query some 70-85 ms; see benchmarks/latency_ask.py --first). A writer calls
+        the first query some 70-85 ms; see benchmarks/suites/latency_ask.py --first). A writer calls
         this after `commit()`; a reader calls it now and then (each `ask` refreshes too,
         and would then build them itself): with nothing new it returns at once.
         `kira.Kira.warm` also builds the pipeline's own views. Returns {view: seconds
