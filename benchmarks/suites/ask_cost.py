@@ -58,7 +58,7 @@ def ingest_cost(n: int, models) -> None:
     import tempfile
     from pathlib import Path
 
-    import kira.knowledge_base.kb_writing as writing
+    import kira.knowledge_base.writing as writing
 
     from benchmarks.suites import load_serve
 
