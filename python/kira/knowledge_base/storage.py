@@ -21,12 +21,16 @@ the methods of `Storage`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from kira.knowledge_base.batch import WriteBatch
 from kira.knowledge_base.compound import CompoundIndex
+from kira.knowledge_base.rows import ChunkRow, DocumentRow
+
+if TYPE_CHECKING:
+    from kira.models.bridge import TextToImageBridge
 
 
 @runtime_checkable
@@ -34,11 +38,11 @@ class StoredRows(Protocol):
     """Rows read by id (what the stages read through the knowledge base, never directly), and the chunk
     rows its derived views read. The embedded `Store` and the Milvus `MilvusRows` implement it."""
 
-    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, Any]:
+    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, ChunkRow]:
         """chunk id -> `ChunkRow`; unknown ids absent."""
         ...
 
-    def documents(self, doc_ids: Iterable[str] | None = None) -> Mapping[str, Any]:
+    def documents(self, doc_ids: Iterable[str] | None = None) -> Mapping[str, DocumentRow]:
         """doc id -> `DocumentRow`; all when None."""
         ...
 
@@ -229,7 +233,7 @@ class KeepsBridge(Protocol):
         """How many captioned documents the stored bridge was fitted on (0: none stored)."""
         ...
 
-    def load_bridge(self) -> Any:
+    def load_bridge(self) -> TextToImageBridge | None:
         """The stored bridge, or None when there is none or it is unreadable (then it is refitted)."""
         ...
 

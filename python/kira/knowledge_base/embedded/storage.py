@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from kira.knowledge_base.embedded import files
 from kira.knowledge_base.embedded.store import DB_NAME, Store
 from kira.knowledge_base.embedded.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces,
                                                   remove_stale_temporaries, write_json_atomic)
+
+if TYPE_CHECKING:
+    from kira.models.bridge import TextToImageBridge
 
 
 def _adapter_transform(adapter: Any, raw_dim: int) -> tuple[Any, int]:
@@ -160,7 +163,7 @@ class EmbeddedStorage:
     def bridge_fitted_on(self) -> int:
         return int(self.store.get_meta("bridge_fitted_on", "0") or 0) if self.store.get_meta("bridge_file") else 0
 
-    def load_bridge(self) -> Any:
+    def load_bridge(self) -> TextToImageBridge | None:
         return files.load_bridge(self.path / (self.store.get_meta("bridge_file") or ""))
 
     def save_bridge(self, bridge: Any, fitted_on: int) -> None:
