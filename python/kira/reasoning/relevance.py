@@ -242,13 +242,6 @@ class RelevanceJudge:
         return {item.number: max(((n, round((cos[n] - centre) / spread, 2)) for n, _ in view.labels),
                                  key=lambda nv: nv[1]) for item, view in candidates}
 
-    def near_labels(self, question: str, items: Sequence[EvidenceItem]) -> tuple[tuple[int, str, float], ...]:
-        """(evidence number, label, v_L) of the label-only items whose label is near `question` (v_L >=
-        near_label_z, module docstring), nearest first; () without a vocabulary."""
-        near = [(n, label, v) for n, (label, v) in self.label_standouts(question, items).items()
-                if v >= self.near_label_z]
-        return tuple(sorted(near, key=lambda t: -t[2]))
-
     def judge(self, question: str, pack: EvidencePack, *, image_query: bool = False,
               question_vector: np.ndarray | None = None, known: Mapping[str, np.ndarray] | None = None) -> Relevance:
         """The `Relevance` of `pack`'s items to `question` (module docstring); `question_vector`, `known` as in
