@@ -22,19 +22,21 @@ from kira.reasoning.types import Answer, EvidencePack
 
 log = logging.getLogger(__name__)
 
-_JUDGES: weakref.WeakKeyDictionary[Any, RelevanceJudge] = weakref.WeakKeyDictionary()
+_JUDGES: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], RelevanceJudge]] = weakref.WeakKeyDictionary()
 
 
 def relevance_judge(encoder: Any, appearance_words: tuple[str, ...] = (),
                     vocabulary: tuple[str, ...] = ()) -> RelevanceJudge:
-    """One `RelevanceJudge` per text encoder (its probe and vocabulary vectors are encoded once)."""
+    """One `RelevanceJudge` per text encoder, appearance words and label vocabulary (its probe and vocabulary
+    vectors are encoded once)."""
+    key = (tuple(appearance_words), tuple(vocabulary))
     try:
-        judge_ = _JUDGES.get(encoder)
-        if judge_ is None or judge_.appearance_words != appearance_words or judge_.label_names != vocabulary:
-            judge_ = _JUDGES[encoder] = RelevanceJudge(encoder, appearance_words=appearance_words, vocabulary=vocabulary)
-        return judge_
+        judges = _JUDGES.setdefault(encoder, {})
     except TypeError:  # an encoder that cannot be weakly referenced
         return RelevanceJudge(encoder, appearance_words=appearance_words, vocabulary=vocabulary)
+    if key not in judges:
+        judges[key] = RelevanceJudge(encoder, appearance_words=appearance_words, vocabulary=vocabulary)
+    return judges[key]
 
 
 def label_vocabulary(models: Any) -> tuple[str, ...]:

@@ -170,8 +170,9 @@ def judged_seeds(state: QueryState, ctx: StageContext, lexical: Ranking | None, 
     """The document chunks feedback may average: of the fused list's first 4n documents and the strong BM25
     matches, those the relevance judge finds on the question's topic (kira.reasoning.feedback_seeds); None
     without a text encoder or when the question has nothing to judge by (feedback then seeds as before)."""
-    from kira.pipeline.answer_relevance import relevance_judge
+    from kira.pipeline.answer_relevance import label_vocabulary, relevance_judge
     from kira.pipeline.evidence import build_items
+    from kira.pipeline.grounding_stages import built_with_this_text_encoder, stored_piece_vectors
     from kira.reasoning.feedback_seeds import on_topic_seeds
 
     encoder = getattr(ctx.models, "text", None)
@@ -184,7 +185,10 @@ def judged_seeds(state: QueryState, ctx: StageContext, lexical: Ranking | None, 
     docs = list(dict.fromkeys(head[: 4 * n] + [d for d in ctx.kb.document_chunk_of(strong).tolist() if d >= 0]))
     items = build_items(ctx.kb, docs, [0.0] * len(docs), {}, {}, thumbnails=False)
     words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
-    seeds = on_topic_seeds(relevance_judge(encoder, words), state.question, items, n)
+    known = stored_piece_vectors(ctx.kb, items, getattr(encoder, "dim", 0)) \
+        if built_with_this_text_encoder(ctx.kb, ctx.models) else {}
+    seeds = on_topic_seeds(relevance_judge(encoder, words, label_vocabulary(ctx.models)), state.question, items, n,
+                           known=known)
     return None if seeds is None else np.array([i.chunk_id for i in seeds], dtype=np.int64)
 
 

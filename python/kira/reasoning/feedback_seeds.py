@@ -25,7 +25,7 @@ as it would without a judge.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -43,10 +43,11 @@ def _judged_text(item: EvidenceItem) -> str:
     return view.human_text or view.content_text()
 
 
-def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[EvidenceItem],
-                   limit: int) -> list[EvidenceItem] | None:
+def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[EvidenceItem], limit: int, *,
+                   known: Mapping[str, np.ndarray] | None = None) -> list[EvidenceItem] | None:
     """At most `limit` of `items` (one per document, most on topic first) that feedback may expand from
-    (module docstring): [] when no item is on topic, None when the question has nothing to judge by."""
+    (module docstring): [] when no item is on topic, None when the question has nothing to judge by.
+    known: {text: vector} of this judge's encoder already computed (e.g. stored at ingest)."""
     extra = judge.appearance_words
     words = question_words(question)
     things = [w for w in words if not asks_about_appearance(w, extra) and w not in extra]
@@ -63,7 +64,7 @@ def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[Evidenc
     docs = [i for d, i in first.items() if texts[d]]
     if not docs:
         return []
-    z = judge.standouts(question, [texts[i.doc_id] for i in docs])
+    z = judge.standouts(question, [texts[i.doc_id] for i in docs], known=known)
     best = float(np.max(z))
     cut = max(judge.abstain_z, best - SEED_MARGIN_Z)
     order = sorted(range(len(docs)), key=lambda k: -float(z[k]))

@@ -106,6 +106,7 @@ LABEL_MATCH_Z = 3.5  # v below which a label-only item does not match the questi
 NEAR_LABEL_Z = 5.0  # v at which a label-only item is near the question (graded decision; module docstring)
 NOT_A_MATCH = 0.49  # r of an item the vocabulary test rules out: just under the abstention point
 VOCABULARY_SAMPLE = 200  # at most this many of the classifier's label names make the reference V
+SEEN_TEXTS = 4096  # item texts whose vectors a judge keeps (cleared when full)
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,7 @@ class RelevanceJudge:
         self._probe_vectors: np.ndarray | None = None
         self._appearance_vectors: np.ndarray | None = None
         self._vocabulary_vectors: np.ndarray | None = None
+        self._seen: dict[str, np.ndarray] = {}  # what items show recurs across questions: encoded once
 
     def _unit(self, texts: Sequence[str]) -> np.ndarray:
         v = np.asarray(self.encoder.encode(list(texts)), dtype=np.float32)
@@ -211,9 +213,14 @@ class RelevanceJudge:
         known = dict(known or {})
         if question_vector is not None:
             known[question] = np.asarray(question_vector, np.float32)
+        known.update({t: self._seen[t] for t in texts if t in self._seen and t not in known})
         todo = [t for t in dict.fromkeys([question, *texts]) if t not in known]
         if todo:
-            known.update(zip(todo, self._unit(todo)))
+            vectors = self._unit(todo)
+            known.update(zip(todo, vectors))
+            if len(self._seen) + len(todo) > SEEN_TEXTS:
+                self._seen.clear()
+            self._seen.update((t, v) for t, v in zip(todo, vectors) if t != question)
         vectors = np.stack([np.asarray(known[t], np.float32) for t in [question, *texts]])
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         q, t = vectors[0], vectors[1:]
