@@ -113,6 +113,7 @@ def test_label_standouts_reads_only_label_only_items(encoder):
                                                   captioned])
     assert set(standing) == {1, 2}  # a captioned item is judged by its caption, not its labels
     assert standing[1][0] == "Egyptian cat" and standing[1][1] > standing[2][1]
+    assert standing[1][2] < standing[2][2]  # the vocabulary names a kitten better than 'tripod' does
     assert RelevanceJudge(encoder).label_standouts("a kitten", [_labelled(1, "Egyptian cat", 0.7)]) == {}
 
 
@@ -124,3 +125,13 @@ def test_the_tagger_vocabulary_is_every_imagenet_name():
     assert len(tagger.vocabulary) == 1000 and "Egyptian cat" in tagger.vocabulary
     assert label_vocabulary(type("Stack", (), {"captioner": tagger})()) == tagger.vocabulary
     assert label_vocabulary(object()) == ()
+
+
+def test_a_kind_the_classifier_has_no_one_name_for_is_judged_by_its_words(encoder):
+    """"an animal" has no one ImageNet name, so a cat labelled 'Egyptian cat' still answers it."""
+    graded = RelevanceJudge(encoder, vocabulary=[c.name for c in imagenet_labels()])
+    pack = EvidencePack.from_items("an animal", [_labelled(1, "Egyptian cat", 0.75)])
+    verdict = graded.judge("an animal", pack)
+    assert verdict.grade == "answer" and verdict.relevant
+    _, v, gap = graded.label_standouts("an animal", pack.items)[1]
+    assert gap < 3.0 and v < 3.5

@@ -37,11 +37,16 @@ against everything the classifier could have said as well:
 
     v_L = (cos(q, L) - median_V cos(q, l)) / max(spread_V, MIN_SPREAD)
 
-with V the classifier's label vocabulary (an evenly spaced sample of at most VOCABULARY_SAMPLE
-of its names: the `vocabulary` the judge is given), spread_V its robust standard deviation
-and L the item's label that stands out most. When v_L < LABEL_MATCH_Z the classifier had
-labels nearer the question ('African elephant') and did not give them: r_i is held under 0.5
-(NOT_A_MATCH) unless the label holds every word of the question.
+with V the classifier's label vocabulary (the `vocabulary` the judge is given, encoded once per
+process), spread_V its robust standard deviation and L the item's label that stands out most.
+The item does not match (r_i is held under 0.5: NOT_A_MATCH, unless the label holds every word of
+the question) when both
+
+    v_L < LABEL_MATCH_Z   and   v_best - v_L >= NAMED_GAP_Z      v_best: V's name nearest the question
+
+that is, when the classifier had a name for what was asked ('African elephant', 'fire engine')
+and gave another. A question about a kind the classifier has no one name for ("an animal", "a
+pet" against 'Egyptian cat': nearest names only 1.7-1.8 higher) is still judged by z alone.
 
 Graded decision. A label set rarely names what a question asks ("a man with a camera"
 against a photo labelled 'tripod'). When no item reaches r >= 0.5, an item known only by its
@@ -50,12 +55,15 @@ leads, the answer says what the classifier saw, confidence = r * support stays l
 near item it abstains (``grade`` "abstain", ``relevant`` False). Without a vocabulary (a stack
 with no classifier, the pixel descriptor) neither rule applies. Both points were set on
 benchmarks/answers_real_photos.py's uncaptioned photos (docs/reasoning.md, never DomainVQA-R):
-labels that name what was asked stand 4.2-12 above ('espresso' for "a cup of coffee" 4.25,
-'Egyptian cat' for "a kitten" 4.7, 'military uniform' 12.3), labels of the same kind only
-1.9-3.2 ('Egyptian cat' for "an elephant" 2.7, 'motor scooter' for "fire truck" 2.6, 'moped' for
-"grass" 1.9); a near neighbour ('tripod' for "a man with a camera") 5.3, while the labels of
-other photos retrieval put first stay at or below 4.2 ('military uniform' for "a person in a
-space suit" 4.0, 'bubble' for "an ultrasound image" 4.2).
+labels that name what was asked stand 4.1-12.5 above ('espresso' for "a cup of coffee", 'Egyptian
+cat' for "a kitten", 'military uniform'); labels of the same kind where the classifier had the right
+name stand 2.0-3.1 with that name 3.7-7.3 higher ('Egyptian cat' for "an elephant", 'motor scooter'
+for "fire truck" or "a bicycle", 'moped' for "grass"); a near neighbour ('tripod' for "a man with a
+camera") 5.9, while the labels of other photos retrieval put first stay at or below 4.3 ('military
+uniform' for "a person in a space suit" 4.3, 'bubble' for "an ultrasound image" 4.0). A question
+broader than one name but with a name close by ("a drink", "a hot drink" against 'espresso', the
+vocabulary's 'beer bottle' and 'hotdog' 3.7-4.3 higher) is ruled out too: MiniLM does not know
+espresso is a drink better than that.
 
 ``support`` says how sure the best item's source is: 1 for what a person wrote (caption,
 passage, tags) or OCR read; for an item known only by its classifier labels, the label's
@@ -105,7 +113,9 @@ LOW_CONFIDENCE = 0.5  # below this, cards open with a low-confidence banner
 LABEL_MATCH_Z = 3.5  # v below which a label-only item does not match the question, whatever its z (docstring)
 NEAR_LABEL_Z = 5.0  # v at which a label-only item is near the question (graded decision; module docstring)
 NOT_A_MATCH = 0.49  # r of an item the vocabulary test rules out: just under the abstention point
-VOCABULARY_SAMPLE = 200  # at most this many of the classifier's label names make the reference V
+
+_VOCABULARY_VECTORS: dict[tuple[object, tuple[str, ...]], np.ndarray] = {}
+NAMED_GAP_Z = 3.0  # ... and only when the vocabulary's name nearest the question stands this much higher
 SEEN_TEXTS = 4096  # item texts whose vectors a judge keeps (cleared when full)
 
 
@@ -187,8 +197,7 @@ class RelevanceJudge:
         self.probes = tuple(p.strip() for p in probes if p.strip())
         self.appearance_words = tuple(appearance_words)
         self.label_names = tuple(str(v).strip() for v in vocabulary if str(v).strip())
-        step = max(1, -(-len(self.label_names) // VOCABULARY_SAMPLE))
-        self.vocabulary = self.label_names[::step]  # the reference V: an evenly spaced sample
+        self.vocabulary = self.label_names  # the reference V
         self.near_label_z = float(near_label_z)
         self._probe_vectors: np.ndarray | None = None
         self._appearance_vectors: np.ndarray | None = None
@@ -231,23 +240,35 @@ class RelevanceJudge:
         spread = np.maximum((q75 - q25) / 1.349, MIN_SPREAD)
         return (cos - centre) / spread
 
-    def label_standouts(self, question: str, items: Sequence[EvidenceItem]) -> dict[int, tuple[str, float]]:
-        """{evidence number: (label, v_L)} of each item known only by classifier labels: its label that stands
-        out most among the classifier's vocabulary for `question` (module docstring); {} without a vocabulary."""
+    def _vocabulary_unit(self) -> np.ndarray:
+        """The unit vectors of every name in the vocabulary, encoded once per process and text encoder."""
+        if self._vocabulary_vectors is None:
+            key = (getattr(getattr(self.encoder, "config", None), "name", None) or id(self.encoder), self.vocabulary)
+            if key not in _VOCABULARY_VECTORS:
+                _VOCABULARY_VECTORS[key] = self._unit(self.vocabulary)
+            self._vocabulary_vectors = _VOCABULARY_VECTORS[key]
+        return self._vocabulary_vectors
+
+    def label_standouts(self, question: str, items: Sequence[EvidenceItem]) -> dict[int, tuple[str, float, float]]:
+        """{evidence number: (label, v_L, gap)} of each item known only by classifier labels: its label that
+        stands out most among the classifier's vocabulary for `question`, and how far the vocabulary's name
+        nearest the question stands above it (module docstring); {} without a vocabulary."""
         candidates = [(item, view) for item, view in ((i, shown(i)) for i in items)
                       if view.labels and not (view.human_text or view.tags or view.text_read or view.metadata)]
         if not self.vocabulary or not candidates:
             return {}
-        if self._vocabulary_vectors is None:
-            self._vocabulary_vectors = self._unit(self.vocabulary)
         labels = list(dict.fromkeys(name for _, view in candidates for name, _ in view.labels))
         vectors = self._unit([question, *labels])
         cos = dict(zip(labels, (vectors[1:] @ vectors[0]).tolist()))
-        reference = self._vocabulary_vectors @ vectors[0]
+        reference = self._vocabulary_unit() @ vectors[0]
         q75, q25 = np.percentile(reference, [75, 25])
         centre, spread = float(np.median(reference)), max(float(q75 - q25) / 1.349, MIN_SPREAD)
-        return {item.number: max(((n, round((cos[n] - centre) / spread, 2)) for n, _ in view.labels),
-                                 key=lambda nv: nv[1]) for item, view in candidates}
+        named = (float(reference.max()) - centre) / spread
+        out = {}
+        for item, view in candidates:
+            name, v = max(((n, (cos[n] - centre) / spread) for n, _ in view.labels), key=lambda nv: nv[1])
+            out[item.number] = (name, round(v, 2), round(max(named - v, 0.0), 2))
+        return out
 
     def judge(self, question: str, pack: EvidencePack, *, image_query: bool = False,
               question_vector: np.ndarray | None = None, known: Mapping[str, np.ndarray] | None = None) -> Relevance:
@@ -289,8 +310,8 @@ class RelevanceJudge:
             r = _sigmoid((float(z[k]) - self.abstain_z) / Z_SCALE)
             t_stems = {stem(t) for t in content_tokens(texts[n])}
             lexical.append(bool(q_stems) and q_stems <= t_stems)
-            v = labelled.get(items[n].number, ("", math.inf))[1]
-            if v < LABEL_MATCH_Z:  # the classifier could have said something nearer the question: not a match
+            _, v, gap = labelled.get(items[n].number, ("", math.inf, 0.0))
+            if v < LABEL_MATCH_Z and gap >= NAMED_GAP_Z:  # the classifier could have named it and did not
                 r = min(r, NOT_A_MATCH)
             scores.append(max(r, LEXICAL_RELEVANCE) if lexical[-1] else r)
         k = int(np.argmax(scores))
@@ -306,7 +327,7 @@ class RelevanceJudge:
                              best=items[0].number, basis="image")
         near: tuple[tuple[int, str, float], ...] = ()
         if score < 0.5 and not appearance:  # graded decision: a label near the question answers with low confidence
-            near = tuple(sorted(((m, lb, v) for m, (lb, v) in labelled.items() if v >= self.near_label_z),
+            near = tuple(sorted(((m, lb, v) for m, (lb, v, _) in labelled.items() if v >= self.near_label_z),
                                 key=lambda t: -t[2]))
             if near:
                 n = next(m for m, item in enumerate(items) if item.number == near[0][0])
@@ -317,4 +338,4 @@ class RelevanceJudge:
                          lexical=lexical[k], near=near)
 
 
-__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NEAR_LABEL_Z", "PROBES", "Relevance", "RelevanceJudge", "question_words", "source_support"]
+__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NAMED_GAP_Z", "NEAR_LABEL_Z", "PROBES", "Relevance", "RelevanceJudge", "question_words", "source_support"]
