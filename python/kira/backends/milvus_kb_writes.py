@@ -126,7 +126,8 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
             value = piece_value(*piece_rows[len(out.chunks_per_doc) - 1])
             if value is not None:
                 out.documents[f"piece:{doc_id}"] = value
-        thumb = thumbnail_value(_thumbnail_png(pixels)) if pixels is not None and thumbnails else None
+        thumb = (thumbnail_value(item.get("thumbnail") or _thumbnail_png(pixels))  # a bulk ingest's, made as it decoded
+                 if pixels is not None and thumbnails else None)
         if thumb is not None:
             out.documents[f"thumb:{doc_id}"] = thumb
     return out

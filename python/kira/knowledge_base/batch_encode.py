@@ -6,13 +6,19 @@ backend's distributed ingest (kira.backends.milvus_encode, in Ray actors) both c
 Per image: the chunk plan (document, regions, patches), OCR lines when the stack reads
 text, the descriptions, one forward pass for every chunk's visual vector when the image
 encoder offers ``encode_boxes`` (the CNN; else one call per crop, batched), and the
-tagger's labels. Texts are encoded once each, in batches of `ENCODE_BATCH`. A CNN runs once
-over the whole batch first (batched), and each image's region proposal, tags and chunk
-vectors read that pass from the CNN's cache.
+tagger's labels. A CNN runs once over the whole batch first (batched), and each image's
+region proposal, tags and chunk vectors read that pass from the CNN's cache.
+
+Texts are encoded once each (`encode_texts`: distinct texts only, in calls of at most
+`ENCODE_BATCH`; the sentence encoder groups them by length itself), in a second thread while
+this one computes the chunks' image vectors: onnxruntime releases the GIL, so on two cores
+the text encoder and the image side run at once. What is stored does not depend on the
+batching or the threads beyond float rounding.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -52,14 +58,10 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
 
     check_items(items)  # type: ignore[arg-type]  # the items are the writers' dicts
     plans: list[ImagePlan | None] = []
-    crops: list[np.ndarray] = []
     texts: list[str] = []
-    boxed = callable(getattr(stack.image, "encode_boxes", None))
-    box_rows: list[np.ndarray] = []
-    tagger = getattr(getattr(stack, "captioner", None), "labels", None)
     out = EncodedBatch([], [], np.zeros(0), np.zeros(0))
     _forward_all(stack.image, [item["pixels"] for item in items if item["pixels"] is not None])
-    for item in items:
+    for item in items:  # chunk plans and descriptions first: the texts to encode
         if item["pixels"] is None:
             plans.append(None)
             texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
@@ -73,21 +75,41 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
             describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
                      caption_children=caption_children, lines=lines)
             plans.append(plan)
-            if boxed:
-                box_rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
-            else:
-                crops += plan.crops()
-            if callable(tagger):
-                out.labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)}
-                                              for lb in tagger(plan.image)]
             texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
         texts += list(item.get("passages", ()))
-    if boxed:
-        visual = np.concatenate(box_rows) if box_rows else np.zeros((0, stack.image.dim), np.float32)
-    else:
-        visual = encode_all(stack.image, crops)
-    out.plans, out.texts, out.visual, out.text = plans, texts, visual, encode_texts(stack.text, texts)
+    # The texts are encoded in a second thread (onnxruntime releases the GIL) while this one computes the
+    # chunks' image vectors and the tags: on two cores the sentence encoder and the image side overlap.
+    with ThreadPoolExecutor(1, thread_name_prefix="kira-encode-text") as pool:
+        text_job = pool.submit(encode_texts, stack.text, texts)
+        try:
+            out.visual = _visual_vectors(stack, items, plans, out.labels)
+        finally:
+            wait([text_job])
+        out.text = text_job.result()
+    out.plans, out.texts = plans, texts
     return out
+
+
+def _visual_vectors(stack: Any, items: Sequence[Mapping[str, Any]], plans: Sequence[ImagePlan | None],
+                    labels: dict[str, list[dict[str, Any]]]) -> np.ndarray:
+    """Every chunk's image vector, rows in plan order (one `encode_boxes` call per image where the encoder
+    offers it, else its crops in batches), and each image's tagger labels into `labels`."""
+    boxed = callable(getattr(stack.image, "encode_boxes", None))
+    tagger = getattr(getattr(stack, "captioner", None), "labels", None)
+    rows: list[np.ndarray] = []
+    crops: list[np.ndarray] = []
+    for item, plan in zip(items, plans):
+        if plan is None:
+            continue
+        if boxed:
+            rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
+        else:
+            crops += plan.crops()
+        if callable(tagger):
+            labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)} for lb in tagger(plan.image)]
+    if not boxed:
+        return encode_all(stack.image, crops)
+    return np.concatenate(rows) if rows else np.zeros((0, stack.image.dim), np.float32)
 
 
 def _forward_all(encoder: Any, images: list[np.ndarray]) -> None:
