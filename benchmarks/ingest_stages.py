@@ -73,6 +73,8 @@ def timed_stages(clock: StageClock) -> Iterator[None]:
         *path, leaf = attribute.split(".")
         for part in path:
             owner = getattr(owner, part)
+        if not hasattr(owner, leaf):  # a stage this version of kira does not have
+            continue
         original = owner.__dict__[leaf] if isinstance(owner, type) else getattr(owner, leaf)
         setattr(owner, leaf, clock.wrap(name, original))
         undo.append((owner, leaf, original))
