@@ -76,6 +76,8 @@ def test_length_buckets_hold_every_text_once_and_bound_the_padding():
         assert real == sorted(real) and len(b) * max(real) <= 1.15 * sum(real) + 1e-9
     assert length_buckets([], 8) == [] and length_buckets([40], 8) == [[0]]
     assert length_buckets([10] * 5, 2) == [[0, 1], [2, 3], [4]]
+    assert length_buckets([10] * 5, 64, max_tokens=25) == [[0, 1], [2, 3], [4]]  # at most 25 padded tokens
+    assert length_buckets([300, 10], 64, max_tokens=256) == [[1], [0]]  # a text longer than that: alone
 
 
 def test_a_short_piece_is_not_padded_to_a_long_description(encoder, monkeypatch):

