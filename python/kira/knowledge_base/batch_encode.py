@@ -9,16 +9,17 @@ encoder offers ``encode_boxes`` (the CNN; else one call per crop, batched), and 
 tagger's labels. A CNN runs once over the whole batch first (batched), and each image's
 region proposal, tags and chunk vectors read that pass from the CNN's cache.
 
-Texts are encoded once each (`encode_texts`: distinct texts only, in calls of at most
-`ENCODE_BATCH`; the sentence encoder groups them by length itself), in a second thread while
-this one computes the chunks' image vectors: onnxruntime releases the GIL, so on two cores
-the text encoder and the image side run at once. What is stored does not depend on the
+Texts are encoded once each, in a second thread: each image's distinct new texts are handed
+to it as soon as the image is described, and it encodes them while this thread describes the
+next images and computes the chunks' image vectors (onnxruntime releases the GIL, so on two
+cores the text encoder and the image side run at once; the sentence encoder groups what it
+is given by length itself). What is stored does not depend on the
 batching or the threads beyond float rounding.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -61,33 +62,62 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
     texts: list[str] = []
     out = EncodedBatch([], [], np.zeros(0), np.zeros(0))
     _forward_all(stack.image, [item["pixels"] for item in items if item["pixels"] is not None])
-    for item in items:  # chunk plans and descriptions first: the texts to encode
-        if item["pixels"] is None:
-            plans.append(None)
-            texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
-        else:
-            plan = plan_image(item["pixels"], getattr(stack, "regions", None), chunking, levels)
-            reader = getattr(stack, "ocr", None)
-            lines = reader.read(plan.image) if reader is not None else []
-            if lines:
-                out.read_lines[item["doc_id"]] = [{"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)}
-                                                  for ln in lines]
-            describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
-                     caption_children=caption_children, lines=lines)
-            plans.append(plan)
-            texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
-        texts += list(item.get("passages", ()))
-    # The texts are encoded in a second thread (onnxruntime releases the GIL) while this one computes the
-    # chunks' image vectors and the tags: on two cores the sentence encoder and the image side overlap.
     with ThreadPoolExecutor(1, thread_name_prefix="kira-encode-text") as pool:
-        text_job = pool.submit(encode_texts, stack.text, texts)
+        feed = _TextFeed(stack.text, pool)
         try:
-            out.visual = _visual_vectors(stack, items, plans, out.labels)
+            for item in items:  # each image's texts go to the text thread as soon as it is described
+                if item["pixels"] is None:
+                    plans.append(None)
+                    mine = [item["caption"] or "; ".join(item["tags"]) or item["doc_id"]]
+                else:
+                    plan = plan_image(item["pixels"], getattr(stack, "regions", None), chunking, levels)
+                    reader = getattr(stack, "ocr", None)
+                    lines = reader.read(plan.image) if reader is not None else []
+                    if lines:
+                        out.read_lines[item["doc_id"]] = [
+                            {"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)} for ln in lines]
+                    describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
+                             caption_children=caption_children, lines=lines)
+                    plans.append(plan)
+                    mine = [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
+                mine += list(item.get("passages", ()))
+                feed.send(mine)
+                texts += mine
+            out.visual = _visual_vectors(stack, items, plans, out.labels)  # meanwhile the text thread encodes
         finally:
-            wait([text_job])
-        out.text = text_job.result()
+            feed.wait()
+        out.text = feed.vectors(texts)
     out.plans, out.texts = plans, texts
     return out
+
+
+class _TextFeed:
+    """Texts handed to a text encoder running in `pool`'s thread (onnxruntime releases the GIL, so it runs
+    beside this thread's image work on a second core), each distinct text once (its first
+    `MAX_ENCODED_CHARS` characters), in calls of what one `send` brings that is new."""
+
+    def __init__(self, encoder: Any, pool: ThreadPoolExecutor) -> None:
+        self.encoder, self.pool = encoder, pool
+        self.jobs: list[tuple[list[str], Future]] = []
+        self.sent: set[str] = set()
+
+    def send(self, texts: Sequence[str]) -> None:
+        fresh = [t for t in dict.fromkeys(t[:MAX_ENCODED_CHARS] for t in texts) if t not in self.sent]
+        if fresh:
+            self.sent.update(fresh)
+            self.jobs.append((fresh, self.pool.submit(encode_texts, self.encoder, fresh)))
+
+    def wait(self) -> None:
+        wait([job for _, job in self.jobs])
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 rows of `texts` (each sent before); raises what the encoder raised."""
+        found: dict[str, np.ndarray] = {}
+        for fresh, job in self.jobs:
+            found.update(zip(fresh, job.result()))
+        if not texts:
+            return np.zeros((0, self.encoder.dim), dtype=np.float32)
+        return np.ascontiguousarray(np.stack([found[t[:MAX_ENCODED_CHARS]] for t in texts]), dtype=np.float32)
 
 
 def _visual_vectors(stack: Any, items: Sequence[Mapping[str, Any]], plans: Sequence[ImagePlan | None],
