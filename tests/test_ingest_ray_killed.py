@@ -24,7 +24,7 @@ KILL_MARK = "KIRA_TEST_KILL_MARK"  # the file the first worker to write creates 
 def _die_after_the_first_write() -> None:
     """Ray's worker_process_setup_hook: in every worker, `replace_documents` kills its process (SIGKILL, no
     cleanup) right after the first batch any worker writes, once per job (the mark file says it happened)."""
-    from kira.backends import milvus_writes
+    from kira.knowledge_base.milvus import writes as milvus_writes
 
     write = milvus_writes.replace_documents
 
@@ -46,11 +46,11 @@ def _die_after_the_first_write() -> None:
 def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkeypatch):
     import ray
 
-    from kira.backends.milvus_encode import ImageItem, encode_images
-    from kira.backends.milvus_index import MilvusIndex
-    from kira.backends.milvus_schema import MilvusCollection, MilvusConfig
-    from kira.backends.ray_ingest import ingest_ray, list_sources
-    from kira.backends.ray_runtime import stop_ray
+    from kira.knowledge_base.milvus.encode import ImageItem, encode_images
+    from kira.knowledge_base.milvus.index import MilvusIndex
+    from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
+    from kira.ray_ingest.sources import ingest_ray, list_sources
+    from kira.ray_ingest.runtime import stop_ray
     from kira.images import load_image
     from kira.models import load_default
 
