@@ -92,7 +92,8 @@ def stage_table(clock: StageClock, images: int, process_cpu: float, encoder_cpu:
         if clock.calls.get(name):
             lines.append(f"| {name} | {1000 * clock.cpu[name] / images:.1f} | {clock.cpu[name] / process_cpu:.0%} |")
     rest = process_cpu - sum(clock.cpu.values())
-    lines.append(f"| everything else (Python glue, other threads) | {1000 * rest / images:.1f} | {rest / process_cpu:.0%} |")
+    lines.append(f"| everything else (Python glue, other threads) | {1000 * rest / images:.1f} | "
+                 f"{rest / process_cpu:.0%} |")
     lines.append(f"| **ingest, all threads** | **{1000 * process_cpu / images:.1f}** | 100% |")
     lines.append(f"| image encoder alone (same stack) | {1000 * encoder_cpu / images:.1f} | |")
     return "\n".join(lines)

@@ -13,8 +13,8 @@ Texts are encoded once each, in a second thread: each image's distinct new texts
 to it as soon as the image is described, and it encodes them while this thread describes the
 next images and computes the chunks' image vectors (onnxruntime releases the GIL, so on two
 cores the text encoder and the image side run at once; the sentence encoder groups what it
-is given by length itself). What is stored does not depend on the
-batching or the threads beyond float rounding.
+is given by length itself). What is stored does not depend on the batching or the threads
+beyond float rounding.
 """
 
 from __future__ import annotations

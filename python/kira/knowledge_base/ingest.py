@@ -5,8 +5,8 @@ space), inserted in one transaction and committed, so a crash loses at most the 
 flight (the next batch's files are decoded, and their thumbnails made, meanwhile in a second
 thread; nothing is encoded ahead). Within a batch the descriptions' sentence vectors are
 encoded in a third thread while the chunks' image vectors are computed
-(`kira.knowledge_base.batch_encode`). The index files are checkpointed once at the end (the database holds every
-vector, so a crash before that is repaired on reopen without any model call).
+(`kira.knowledge_base.batch_encode`). The index files are checkpointed once at the end (the
+database holds every vector, so a crash before that is repaired on reopen without any model call).
 Unreadable, corrupt or oversized images (decompression bombs) are skipped with the
 reason; nothing already stored is touched.
 """
@@ -175,7 +175,8 @@ def ingest(
                 bad.append((str(path), str(exc)))
                 continue
             items.append(dict(
-                pixels=pixels, thumbnail=_thumbnail_png(pixels), doc_id=doc_id, caption=clean_text(caption, f"the caption of {printable(path)}"),
+                pixels=pixels, thumbnail=_thumbnail_png(pixels), doc_id=doc_id,
+                caption=clean_text(caption, f"the caption of {printable(path)}"),
                 tags=tags_arg(tags(path)) if tags else (), metadata=dict(metadata(path)) if metadata else {},
                 source=str(path), sequence=None, view=None, digest=digest,
             ))

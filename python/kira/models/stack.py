@@ -56,8 +56,9 @@ class ModelStack:
 TEXT_ENCODER_THREADS = 1
 """The sentence encoder's onnxruntime threads when `load_default` is given none: an ingest encodes the
 descriptions in a second thread while the image models use every core, so a second intra-op thread there
-only oversubscribes the cores (measured: less CPU per text with one thread, benchmarks/ingest_throughput.py);
-its other calls (a question, a few expansion phrases) are too short to gain from more."""
+only oversubscribes the cores (on this project's 2-core VM, real image descriptions: 23.8 CPU-ms per text
+with one thread against 26.6 with two); its other calls (a question, a few expansion phrases) are too short
+to gain from more."""
 
 IMAGE_ENCODERS = ("mobilenet_v2", "efficientnet_lite0", "fused", "pixel")  # named choices for load_default(image_encoder=)
 
