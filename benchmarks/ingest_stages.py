@@ -19,14 +19,14 @@ from typing import Any, Callable, Iterator
 STAGES = (  # (module, attribute, stage name); a class attribute is "Class.method"
     ("kira.knowledge_base.ingest", "file_digest", "file digest"),
     ("kira.knowledge_base.ingest", "load_image", "decode"),
+    ("kira.knowledge_base.writing", "thumbnail_png", "thumbnails"),
     ("kira.knowledge_base.batch_encode", "_forward_all", "CNN forward pass (batched)"),
     ("kira.knowledge_base.batch_encode", "plan_image", "region proposal + chunk plan"),
     ("kira.knowledge_base.batch_encode", "describe", "descriptions (tagger + captioner)"),
     ("kira.knowledge_base.batch_encode", "_visual_vectors", "chunk image vectors + tags"),
     ("kira.knowledge_base.batch_encode", "encode_texts", "text vectors (chunk texts)"),
-    ("kira.knowledge_base.kb_writing", "_thumbnail_png", "thumbnails"),
-    ("kira.knowledge_base.kb_writing", "encode_pieces", "text pieces"),
-    ("kira.knowledge_base.kb_writing", "Writing._add_prepared", "store rows (SQLite, index add)"),
+    ("kira.knowledge_base.writing", "encode_pieces", "text pieces"),
+    ("kira.knowledge_base.embedded.storage", "EmbeddedStorage.write", "store rows (SQLite, index add)"),
     ("kira.knowledge_base.kb", "KnowledgeBase.commit_database", "commit per batch"),
     ("kira.knowledge_base.kb", "KnowledgeBase.commit", "final commit (index files)"),
 )

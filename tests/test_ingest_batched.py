@@ -47,7 +47,7 @@ def test_a_batched_ingest_stores_what_one_image_and_one_text_at_a_time_give(tmp_
     from kira.images import load_image
     from kira.knowledge_base import KnowledgeBase
     from kira.knowledge_base.chunker import LEVELS, describe, plan_image
-    from kira.reasoning.verifier import summary_pieces
+    from kira.text.pieces import summary_pieces
 
     folder = _folder(tmp_path / "images")
     with KnowledgeBase.create(tmp_path / "kb", models=stack) as kb:

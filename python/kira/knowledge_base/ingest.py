@@ -158,7 +158,7 @@ def ingest(
         (summary.unchanged.append(doc_id) if change is None else summary.skipped.append((str(path), change)))
 
     def load(part: list[tuple[Path, str]]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-        from kira.knowledge_base.kb_writing import _thumbnail_png
+        from kira.knowledge_base.writing import thumbnail_png
 
         items, bad = [], []
         for path, doc_id in part:
@@ -173,7 +173,7 @@ def ingest(
                 bad.append((str(path), str(exc)))
                 continue
             items.append(dict(
-                pixels=pixels, thumbnail=_thumbnail_png(pixels), doc_id=doc_id,
+                pixels=pixels, thumbnail=thumbnail_png(pixels), doc_id=doc_id,
                 caption=clean_text(caption, f"the caption of {printable(path)}"),
                 tags=tags_arg(tags(path)) if tags else (), metadata=dict(metadata(path)) if metadata else {},
                 source=str(path), sequence=None, view=None, digest=digest,
