@@ -25,9 +25,9 @@ Fashion-MNIST items from Debian's ``dataset-fashion-mnist``, upscaled 4x), about
 With ``--asks``, after each kind of ingest, the CPU cost of 8 text questions (the pieces not stored
 are encoded when an ask cites them), and whether every kind gives the same answers.
 
-With ``--stages``, instead, each stage's own CPU per image inside the ingest (benchmarks/ingest_stages.py).
+With ``--stages``, instead, each stage's own CPU per image inside the ingest (benchmarks/suites/ingest_stages.py).
 
-Usage: python benchmarks/ingest_throughput.py [--images 300] [--rounds 2] [--before] [--asks] [--stages]
+Usage: python -m benchmarks.suites.ingest_throughput [--images 300] [--rounds 2] [--before] [--asks] [--stages]
        [--profile FILE.prof]
 """
 
@@ -247,8 +247,8 @@ def main() -> None:
 
 
 def stages(args: argparse.Namespace) -> None:
-    """Each stage's own CPU per image in a default ingest (benchmarks/ingest_stages.py), best of `--rounds`."""
-    from ingest_stages import StageClock, stage_table, timed_stages
+    """Each stage's own CPU per image in a default ingest (benchmarks/suites/ingest_stages.py), best of `--rounds`."""
+    from benchmarks.suites.ingest_stages import StageClock, stage_table, timed_stages
 
     from kira.models import load_default
 

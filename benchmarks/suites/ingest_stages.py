@@ -1,6 +1,6 @@
 """Where an ingest's CPU goes: each stage's own CPU time per image, inside a real `KnowledgeBase.ingest`.
 
-Used by ``benchmarks/ingest_throughput.py --stages``. The model stack runs with one onnxruntime thread per
+Used by ``python -m benchmarks.suites.ingest_throughput --stages``. The model stack runs with one onnxruntime thread per
 session, so a stage's CPU is the CPU of the thread that runs it (`time.thread_time`): the reader thread
 decodes, the main thread plans, describes, computes image vectors and stores, the text thread encodes the
 descriptions. Each stage's time is its own, without the stages it calls (a per-thread stack of timers).
