@@ -1,6 +1,6 @@
 """Issue 33.4: a Ray ingest worker killed mid-job (SIGKILL, after it wrote a batch to Milvus and before it reported
 it) is restarted by Ray and its batch retried: the knowledge base ends with every image's chunks once, under the
-ids a local encode gives them, with no duplicate and no gap."""
+ids and with the vectors the local ingest gives them, with no duplicate and no gap."""
 
 from __future__ import annotations
 
@@ -22,68 +22,62 @@ KILL_MARK = "KIRA_TEST_KILL_MARK"  # the file the first worker to write creates 
 
 
 def _die_after_the_first_write() -> None:
-    """Ray's worker_process_setup_hook: in every worker, `replace_documents` kills its process (SIGKILL, no
-    cleanup) right after the first batch any worker writes, once per job (the mark file says it happened)."""
-    from kira.knowledge_base.milvus import writes as milvus_writes
+    """Ray's worker_process_setup_hook: in every worker, `write_items` kills its process (SIGKILL, no cleanup)
+    right after the first batch any worker writes, once per job (the mark file says it happened)."""
+    from kira.knowledge_base.milvus import kb_writes
 
-    write = milvus_writes.replace_documents
+    write = kb_writes.write_items
 
-    def write_then_die(collection, records):
-        written = write(collection, records)
-        mark = Path(os.environ[KILL_MARK])
+    def write_then_die(collection, records, batch):
+        written = write(collection, records, batch)
         try:
-            mark.touch(exist_ok=False)  # only the first write of the job dies
+            Path(os.environ[KILL_MARK]).touch(exist_ok=False)  # only the first write of the job dies
         except FileExistsError:
             return written
         os.kill(os.getpid(), signal.SIGKILL)
         return written
 
-    milvus_writes.replace_documents = write_then_die
+    kb_writes.write_items = write_then_die
 
 
-@pytest.mark.slow  # about 50 s here: a local Ray, a 20-image job with one worker killed, one local encode
+@pytest.mark.slow  # about 50 s here: a local Ray, a 20-image job with one worker killed, one local ingest
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkeypatch):
     import ray
 
-    from kira.knowledge_base.milvus.encode import ImageItem, encode_images
-    from kira.knowledge_base.milvus.index import MilvusIndex
-    from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
-    from kira.ray_ingest.sources import ingest_ray, list_sources
-    from kira.ray_ingest.runtime import stop_ray
-    from kira.images import load_image
+    from kira.knowledge_base import KnowledgeBase
     from kira.models import load_default
+    from kira.ray_ingest.kb import ingest_ray_kb
+    from kira.ray_ingest.runtime import stop_ray
 
     folder = tmp_path / "images"
     names = _corpus(folder)
     mark = tmp_path / "killed"
-    monkeypatch.setenv(KILL_MARK, str(mark))  # workers inherit the driver's environment
+    monkeypatch.setenv(KILL_MARK, str(mark))
     stack = load_default(prefer_cuda=False, threads=1)
-    uri = str(tmp_path / "kb.db")
-    config = MilvusConfig(uri=uri, collection="kb", visual_dim=stack.image.dim, text_dim=stack.text.dim,
-                          index="FLAT", batch_size=256)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              runtime_env={"worker_process_setup_hook": _die_after_the_first_write,
                           "env_vars": {KILL_MARK: str(mark), "PYTHONPATH": os.pathsep.join(  # the hook's module, kira's
-                                  [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}})
+                              [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}})
+    remote = KnowledgeBase.create(tmp_path / "ray", models=stack, backend="milvus")
+    local = KnowledgeBase.create(tmp_path / "local", models=stack, backend="milvus")
     try:
-        summary = ingest_ray(config, folder, batch_size=4)
+        summary = ingest_ray_kb(remote, folder, batch_size=4)
         assert mark.exists()  # a worker really died mid-job
         assert sorted(summary.added) == sorted(names)
         assert [Path(p).name for p, _ in summary.skipped] == ["zz_broken.png"]
-
-        sources = list_sources(folder)
-        ordinal = {d: i for i, (_, d) in enumerate(sources)}
-        local = encode_images(stack, [ImageItem(ordinal[d], d, load_image(p)) for p, d in sources if d in names])
-        want = np.array(sorted(r.id for r in local), np.int64)
-        with MilvusCollection.open(config, create=False) as col:
-            rows = col.client.query(col.name, filter="id >= 0", output_fields=["id"])
-            got = np.array(sorted(r["id"] for r in rows), np.int64)
-            np.testing.assert_array_equal(got, want)  # every chunk once: no duplicate, no gap
-            assert summary.chunks == len(want)
-            np.testing.assert_allclose(MilvusIndex(col, "text").get_vectors(want),
-                                       np.stack([r.text / np.linalg.norm(r.text) for r in
-                                                 sorted(local, key=lambda r: r.id)]), atol=1e-5)
+        local.ingest(folder)
+        ids = local.store.chunk_ids()
+        got = remote.store.chunk_ids()
+        assert len(set(got.tolist())) == len(got)  # no chunk twice
+        np.testing.assert_array_equal(np.sort(got), np.sort(ids))  # and none missing: the local ingest's ids
+        for space in ("visual", "text"):
+            np.testing.assert_allclose(remote.index(space).get_vectors(ids), local.index(space).get_vectors(ids),
+                                       atol=1e-5)
+        assert sorted(remote.documents()) == sorted(local.documents()) == sorted(names)
     finally:
         stop_ray(ray)
-        release_lite(uri)
+        remote.close()
+        local.close()
+        release_lite(tmp_path / "ray" / "milvus.db")
+        release_lite(tmp_path / "local" / "milvus.db")
