@@ -93,7 +93,7 @@ def test_store_text_pieces_on_milvus_refuses_saying_why(tmp_path):
 def test_milvus_ingest_stores_the_text_pieces_the_embedded_one_stores(tmp_path):
     """The local Milvus ingest (and the Ray actors, which write with the same encode_items) store each document's
     text pieces, equal to the embedded knowledge base's; the grounding stage reads them (issue 33 gaps)."""
-    from kira.pipeline.grounding_stages import stored_piece_vectors
+    from kira.grounding.pieces import stored_piece_vectors
 
     folder = tmp_path / "photos"
     for n in range(3):

@@ -1,6 +1,6 @@
 """The read side of a knowledge base on Milvus, and moving an embedded knowledge base there.
 
-`MilvusKnowledgeView` answers what kira.pipeline.query asks of a knowledge base when it
+`MilvusKnowledgeView` answers what kira.retrieval.search asks of a knowledge base when it
 searches (`index(space)`, `document_groups()`, `lexical()`, `visual_query()`, `bridge()`),
 from one Milvus collection: the piece `KnowledgeBase(backend="milvus")` will hand the pipeline
 once the knowledge base has a Store seam. `export_knowledge_base` copies an embedded knowledge
