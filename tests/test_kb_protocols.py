@@ -11,7 +11,7 @@ from pipeline_fakes import FakeStack, flat
 from kira.knowledge_base import KnowledgeBase
 from kira.knowledge_base.protocols import PROTOCOL_NAMES, KnowledgeBaseLike, StoreReads
 
-PACKAGES = ("pipeline", "reasoning", "serve")
+PACKAGES = ("pipeline", "query_state", "retrieval", "multihop", "grounding", "reasoning", "serve")
 ROOT = Path(__file__).resolve().parents[1] / "python" / "kira"
 
 

@@ -89,7 +89,8 @@ def relevant_first(pack: EvidencePack, verdict: Relevance) -> tuple[EvidencePack
         return pack, verdict
     new = EvidencePack.from_items(pack.question, order, pack.dropped, similar=pack.similar, subject=pack.subject)
     number = {old.number: fresh.number for old, fresh in zip(order, new.items)}
-    verdict = dataclasses.replace(verdict, best=number.get(verdict.best, verdict.best),
+    best = number.get(verdict.best, verdict.best) if verdict.best is not None else None
+    verdict = dataclasses.replace(verdict, best=best,
                                   items=tuple((number.get(n, n), r) for n, r in verdict.items))
     return new, verdict
 

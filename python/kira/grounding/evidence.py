@@ -13,12 +13,13 @@ import numpy as np
 
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+from kira.knowledge_base.store_schema import ChunkRow
 from kira.query_state import Fused, HopNote
 from kira.reasoning.types import EvidenceItem
 
 
 def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[float], paths: dict[int, list[str]],
-                cosine: dict[int, float], *, thumbnails: bool = True, rows: Mapping[int, Any] | None = None
+                cosine: dict[int, float], *, thumbnails: bool = True, rows: Mapping[int, ChunkRow] | None = None
                 ) -> list[EvidenceItem]:
     """One EvidenceItem per chunk id (numbered in the given order from 1; unknown ids skipped).
 
@@ -81,7 +82,8 @@ def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[floa
     return items
 
 
-def diverse(kb: KnowledgeBaseLike, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int, float]], Mapping[int, Any]]:
+def diverse(kb: KnowledgeBaseLike, fused: Fused, per_doc: int,
+            n: int) -> tuple[list[tuple[int, float]], Mapping[int, ChunkRow]]:
     """The best `n` fused (chunk id, score) with at most `per_doc` from any one document, and the rows read."""
     if not len(fused.ids):
         return [], {}
@@ -101,7 +103,7 @@ def diverse(kb: KnowledgeBaseLike, fused: Fused, per_doc: int, n: int) -> tuple[
 
 
 def hops_with_documents(kb: KnowledgeBaseLike, hops: tuple[HopNote, ...],
-                        rows: Mapping[int, Any]) -> tuple[HopNote, ...]:
+                        rows: Mapping[int, ChunkRow]) -> tuple[HopNote, ...]:
     """Each hop with ``"documents"``: the document ids of its chunks, in order without repeats (what a card
     shows a person instead of internal chunk ids). `rows` are chunk rows already read."""
     if not hops:

@@ -14,6 +14,8 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
+import numpy.typing as npt
+
 from kira.config import KiraConfig
 from kira.images import ImageLike
 from kira.knowledge_base.protocols import KnowledgeBaseLike
@@ -185,7 +187,7 @@ class Kira:
         question: str | None = None,
         *,
         image: ImageLike | None = None,
-        vector: Any = None,
+        vector: npt.ArrayLike | None = None,
         space: str = "visual",
         top_k: int = 10,
         variant: str = "full",

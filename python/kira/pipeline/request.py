@@ -36,14 +36,14 @@ class Request:
                           allow=allow, trace=dict(trace))
 
 
-def check_count(name: str, value: Any, *, also: str = "") -> int:
+def check_count(name: str, value: object, *, also: str = "") -> int:
     """`value` as an int >= 1; ValueError naming `name` (and `also`, what else it may be) otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1{also}; got {value!r}")
     return int(value)
 
 
-def check_request(question: str | bytes | None, image: ImageLike | None, *, top_k: Any, variant: str,
+def check_request(question: str | bytes | None, image: ImageLike | None, *, top_k: object, variant: str,
                   levels: Sequence[str] | str | None, missing: str, has_vector: bool = False) -> Request:
     """The checked `Request`. Raises ValueError for an unknown variant or level, top_k not an integer >= 1,
     a question over MAX_QUESTION_CHARS characters, an unusable image, and (with the caller's `missing`

@@ -72,7 +72,8 @@ def build_result(state: QueryState, setup: Setup, timings: dict[str, float]) -> 
         {"path": r.label, "query": r.query, "weight": round(r.weight, 4), "n": int(len(r.ids)),
          "top": r.ids[:5].tolist()} for r in state.rankings.in_fusion_order()
     ]
-    trace["hops"] = list(state.hops)
+    hops = [dict(h) for h in state.hops]
+    trace["hops"] = hops
     trace["stop_reason"] = state.stop_reason
     trace.setdefault("expansions", [])
     card = RationaleCard(
@@ -82,7 +83,7 @@ def build_result(state: QueryState, setup: Setup, timings: dict[str, float]) -> 
         variant=setup.variant,
         query_image=_thumb(state.pixels) if state.pixels is not None else None,
         expansions=[text for text, _, _ in state.expansions],
-        hops=list(state.hops),
+        hops=list(hops),
         stop_reason=state.stop_reason,
         critic=dict(state.critic) if state.critic is not None else None,
         timings={k: round(v, 3) for k, v in timings.items()},

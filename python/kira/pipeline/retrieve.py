@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.pipeline.request import Request, retrieval_part, run_stages
@@ -82,7 +83,7 @@ class _GivenVector:
         return state.evolve(query=query)
 
 
-def check_vector(kb: KnowledgeBaseLike, vector: Any, space: str) -> np.ndarray:
+def check_vector(kb: KnowledgeBaseLike, vector: npt.ArrayLike, space: str) -> np.ndarray:
     """`vector` as a unit float32 query for the `space` index; VectorError saying what to send otherwise."""
     if space not in ("visual", "text"):
         raise VectorError(f"space must be 'visual' or 'text'; got {space!r}")
@@ -159,7 +160,7 @@ def retrieve(ctx: StageContext, stages: Sequence[Stage], request: Request, *, ve
 
     `vector` must already be checked (`check_vector`); `allow` the chunks the search may return.
     """
-    run = list(stages)
+    run: list[Stage] = list(stages)
     if vector is not None:
         run = [_GivenVector(s, space, vector) if isinstance(s, EncodeQuery) else s for s in run]
         if not request.question:  # expansions are written from the question's words; a vector has none

@@ -122,7 +122,10 @@ class StageContext:
 class Stage(Protocol):
     """One step of the pipeline: a new state from the old one. ``name`` keys its timing."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """What the stage's timing and trace entries are called."""
+        ...
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         """The state after this stage. Must not modify `state` (or anything it holds) in place."""
