@@ -44,7 +44,7 @@ def expand_groups(kb: KnowledgeBaseLike, fused: Fused, config: KiraConfig, allow
             continue
         new_ids.append(cid)
         new_scores.append(score)
-        fused.paths.setdefault(cid, []).append(kinds.get((src, cid), RetrievalPath.TEMPORAL))
+        fused.paths.setdefault(cid, []).append(kinds.get((src, cid), str(RetrievalPath.TEMPORAL)))
     if new_ids:
         all_ids = np.concatenate([fused.ids, np.array(new_ids, dtype=np.int64)])
         all_scores = np.concatenate([fused.scores, np.array(new_scores, dtype=np.float32)])

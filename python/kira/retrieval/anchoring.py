@@ -90,7 +90,7 @@ def lead_with_named(fused: Fused, named: np.ndarray, path: RetrievalPath = Retri
     lead_scores = np.maximum(lead_scores, floor).astype(np.float32)
     paths = {cid: list(p) for cid, p in fused.paths.items()}
     for cid in lead_ids.tolist():
-        paths.setdefault(int(cid), []).append(path)
+        paths.setdefault(int(cid), []).append(str(path))
     leaders = {**fused.leaders, path: np.unique(lead_ids).astype(np.int64)}
     return Fused(np.concatenate([lead_ids, fused.ids[~present]]),
                  np.concatenate([lead_scores, fused.scores[~present]]).astype(np.float32), paths, dict(fused.cosine),

@@ -59,7 +59,7 @@ def rerank(stack: ModelStack, question: str, fused: Fused, descriptions: dict[in
     fused.ids[: len(head)] = head[order]
     fused.scores[: len(head)] = blended[order].astype(np.float32)
     for i in fused.ids[: len(head)].tolist():
-        fused.paths.setdefault(int(i), []).append(RetrievalPath.RERANK)
+        fused.paths.setdefault(int(i), []).append(str(RetrievalPath.RERANK))
     return True
 
 
