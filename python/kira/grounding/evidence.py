@@ -12,8 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from kira.knowledge_base.protocols import KnowledgeBaseLike
-from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
-from kira.knowledge_base.store_schema import ChunkRow
+from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS, ChunkRow
 from kira.query_state import Fused, HopNote
 from kira.reasoning.types import EvidenceItem
 
