@@ -70,7 +70,8 @@ def build(path: Path, n_chunks: int) -> float:
     models = stack()
     t0 = time.perf_counter()
     kb = KnowledgeBase.create(path, models=models, backend="milvus")
-    collection = kb._ensure_chunks()
+    storage = kb.external_writers()
+    collection = storage.collection
     # Milvus Lite's Python engine compacts in the background: on a loaded machine one 512-row upsert has taken
     # past the default 10 s deadline at 10k+ rows, so the build waits longer (a measurement, not a setting kira uses)
     collection.config = dataclasses.replace(collection.config, timeout=300.0)
@@ -97,8 +98,8 @@ def build(path: Path, n_chunks: int) -> float:
                 source=None, caption=f"a photo of {words[k]}" if captioned else None, width=64, height=64,
                 metadata={}, tags=(), provenance={"source": "(benchmark)"})
         upsert_chunks(collection, records)
-        kb._records.put(documents)
-        kb.note_external_writes()
+        storage.records.put(documents)
+        storage.note_external_writes()
     kb.commit()
     kb.close()
     return time.perf_counter() - t0

@@ -72,9 +72,9 @@ class IdentifierIndex:
 def identifier_index(kb: Any) -> IdentifierIndex:
     """The `IdentifierIndex` of `kb`'s documents: their ids, group ids and metadata values."""
     docs = kb.documents()
-    chunk_of = kb.store.document_chunk_ids(list(docs))
+    chunk_of = kb.document_chunk_ids(list(docs))
     names: dict[str, list[str]] = {d: [d] for d in docs}
-    for _kind, group_id, members in kb.store.groups():
+    for _kind, group_id, members in kb.storage.rows.groups():
         for d in members:
             if d in names:
                 names[d].append(str(group_id))

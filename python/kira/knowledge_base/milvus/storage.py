@@ -1,0 +1,312 @@
+"""`MilvusStorage`: a knowledge base whose chunks, vectors, documents and settings live in Milvus.
+
+Where it lives is `kira.knowledge_base.milvus.location`'s: the Milvus Lite file ``<dir>/milvus.db``,
+or the collection named after the knowledge base at a uri, from which any process on any machine
+opens it. Two collections hold it: ``<name>`` (every chunk, kira.knowledge_base.milvus.schema;
+created at the first write, when the model stack fixes the dimensions) and ``<name>__kb`` (settings,
+document records, thumbnails, text pieces: kira.knowledge_base.milvus.records).
+
+Writes go to Milvus at once, batched and idempotent by chunk id (kira.knowledge_base.milvus.kb_writes);
+`commit` flushes them and bumps the generation, which other processes' `refresh` looks at. Milvus
+has no transactions: `rollback` cannot undo writes already sent (it says so in the log). One writer
+at a time per knowledge base, as with the embedded backend (not enforced across machines).
+The level filter and the per-document grouping of a search run in Milvus (`level_ids`,
+`document_groups`: the optional capabilities of kira.knowledge_base.storage).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from kira.knowledge_base.batch import WriteBatch
+from kira.knowledge_base.milvus.location import LITE_FILE, target
+from kira.knowledge_base.milvus.records import KbRecords, piece_value
+from kira.knowledge_base.milvus.rows import MilvusRows
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+KIRA_KEYS = {"index_kind": "index", "levels": "levels", "caption_children": "caption_children"}
+"""Settings kept inside the ``setting:kira`` row (as every Milvus knowledge base since format 1 has them)."""
+
+
+class MilvusStorage:
+    """The `kira.knowledge_base.storage.Storage` of a Milvus knowledge base (module docstring)."""
+
+    kind = "milvus"
+
+    def __init__(self, uri: str, name: str, client: Any, *, path: Path | None, token: str, read_only: bool) -> None:
+        self.uri, self.name, self.token = uri, name, token
+        self.path = path if path is not None else Path(name)
+        self.local = path
+        self.read_only = read_only
+        self.client = client
+        self.records: Any = KbRecords(client, name)
+        self.rows = self.store = MilvusRows(self)
+        self.collection: Any = None
+        self._indexes: dict[str, Any] = {}
+        self.settings: dict[str, Any] = {}
+        self._seen_generation = 0
+        self._changed = False  # written since the last generation bump
+        self._unflushed = False  # written since the last flush
+        self._doc_chunk: dict[int, int] = {}  # chunk id -> document chunk id, of the ids asked about since a commit
+
+    @property
+    def where(self) -> str:
+        return f"{self.name} at {self.uri}"
+
+    # ---- construction -----------------------------------------------------------------
+    @classmethod
+    def create(cls, path_or_name: str | os.PathLike, settings: Mapping[str, str], *, uri: str | None = None,
+               token: str = "") -> MilvusStorage:
+        """A new, empty knowledge base with `settings`, open for writing. ValueError where it (or a non-empty
+        local directory) exists; ImportError naming ``kira[milvus]``; ConnectionError naming the uri."""
+        from kira.knowledge_base.milvus.schema import close_client, connect
+
+        uri, name, local = target(path_or_name, uri)
+        if local is not None:
+            if local.exists() and (not local.is_dir() or any(local.iterdir())):
+                raise ValueError(f"{local} exists and is not an empty directory; use KnowledgeBase.open or pick a new path")
+            local.mkdir(parents=True, exist_ok=True)
+        client = connect(uri, token)
+        try:
+            storage = cls(uri, name, client, path=local, token=token, read_only=False)
+            if storage.records.exists() or client.has_collection(name):
+                raise ValueError(f"a knowledge base {name!r} already exists at {uri!r}; open it with "
+                                 "KnowledgeBase.open(..., backend='milvus') or pick another name")
+            storage.records.create()
+            storage.settings = {"format": FORMAT}
+            storage.records.put({"setting:kira": json.dumps(storage.settings), "setting:generation": "0"})
+            storage.put_settings(settings)
+            storage._changed = False
+        except BaseException:
+            close_client(client)
+            raise
+        return storage
+
+    @classmethod
+    def exists(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
+        """Whether a knowledge base of this name is at `uri` (or, without one, in the directory)."""
+        from kira.knowledge_base.milvus.schema import close_client, connect
+
+        uri, name, local = target(path_or_name, uri)
+        if local is not None:
+            return (local / LITE_FILE).exists()
+        client = connect(uri, token)
+        try:
+            return KbRecords(client, name).exists()
+        finally:
+            close_client(client)
+
+    @classmethod
+    def open(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "",
+             read_only: bool = False) -> MilvusStorage:
+        """The knowledge base named `path_or_name` (checked before anything is written: ValueError where there
+        is none, where it is not a kira knowledge base or was written by a newer kira)."""
+        from kira.knowledge_base.milvus.orphans import recover
+        from kira.knowledge_base.milvus.schema import close_client, connect
+
+        uri, name, local = target(path_or_name, uri)
+        if local is not None and not (local / LITE_FILE).exists():
+            raise ValueError(f"{local} is not a Milvus-backed kira knowledge base (no {LITE_FILE}); create one with "
+                             "KnowledgeBase.create(..., backend='milvus')")
+        client = connect(uri, token)
+        try:
+            storage = cls(uri, name, client, path=local, token=token, read_only=read_only)
+            if not storage.records.exists():
+                raise ValueError(f"no kira knowledge base {name!r} at {uri!r} (no collection {storage.records.name!r}); "
+                                 "create it with KnowledgeBase.create(..., backend='milvus')")
+            storage.records.load()
+            stored = storage.records.get_one("setting:kira")
+            if stored is None:
+                raise ValueError(f"{storage.records.name!r} at {uri!r} holds no kira settings; it is not a kira "
+                                 "knowledge base")
+            storage.settings = json.loads(stored)
+            if int(storage.settings.get("format", 0)) > FORMAT:
+                raise ValueError(f"knowledge base {name!r} was written by a newer kira (format "
+                                 f"{storage.settings['format']}); upgrade kira")
+            dims = json.loads(storage.get_setting("dims", "null") or "null")
+            if dims:
+                storage.open_spaces(dims, create=False)
+            storage._seen_generation = storage.generation()
+            recover(storage)  # chunks a stopped writer left without a document record (milvus.orphans)
+        except BaseException:
+            close_client(client)
+            raise
+        return storage
+
+    # ---- settings ---------------------------------------------------------------------
+    def get_setting(self, key: str, default: str | None = None) -> str | None:
+        if key in KIRA_KEYS:
+            if KIRA_KEYS[key] not in self.settings:
+                return default
+            value = self.settings[KIRA_KEYS[key]]
+            return {"levels": lambda: json.dumps(value), "caption_children": lambda: "1" if value else "0"}.get(
+                key, lambda: str(value))()
+        return self.records.get_one(f"setting:{key}", default)
+
+    def put_settings(self, values: Mapping[str, str]) -> None:
+        rows = {f"setting:{k}": v for k, v in values.items() if k not in KIRA_KEYS}
+        if any(k in KIRA_KEYS for k in values):
+            for key, value in values.items():
+                if key in KIRA_KEYS:
+                    self.settings[KIRA_KEYS[key]] = (json.loads(value) if key == "levels" else
+                                                     value == "1" if key == "caption_children" else value)
+            rows["setting:kira"] = json.dumps(self.settings)
+        self.records.put(rows)
+        self._changed = True
+
+    def generation(self) -> int:
+        return self.rows.generation()
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": str(self.path), "uri": self.uri, "collection": self.name, "backend": self.kind,
+                "index_kind": self.settings.get("index", "flat"),
+                "index_sizes": {s: len(ix) for s, ix in self._indexes.items()},
+                "dims": json.loads(self.get_setting("dims", "null") or "null")}
+
+    # ---- the chunk collection -----------------------------------------------------------
+    def open_spaces(self, dims: Mapping[str, int], *, create: bool) -> None:
+        from kira.knowledge_base.milvus.index import MilvusIndex
+        from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
+
+        config = MilvusConfig(uri=self.uri, collection=self.name, visual_dim=int(dims["visual"]),
+                              text_dim=int(dims["text"]), token=self.token,
+                              index="HNSW" if self.settings.get("index") == "hnsw" else "FLAT")
+        if create:
+            MilvusCollection.attach(self.client, config, create=True)
+        self.collection = MilvusCollection.attach(self.client, config, create=False)
+        self._indexes = {s: MilvusIndex(self.collection, s) for s in ("visual", "text")}
+
+    def index(self, space: str) -> Any:
+        if space not in ("visual", "text"):
+            raise ValueError(f"space {space!r}: choose 'visual' or 'text'")
+        return self._indexes.get(space)
+
+    def level_ids(self, levels: Sequence[str]) -> np.ndarray:
+        """Chunk ids at `levels`; searched with them as ``allow``, an index sends ``level in [...]``."""
+        ids = self.rows.chunk_ids(levels=levels)
+        for index in self._indexes.values():
+            index.name_allow(ids, tuple(levels))
+        return ids
+
+    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document chunk id of each chunk id (-1 unknown), fetched for these ids only."""
+        ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+        known = self._doc_chunk
+        missing = [int(i) for i in np.unique(ids) if int(i) not in known]
+        if missing:
+            found = {int(r["id"]): int(r["doc_chunk"]) for r in self.rows.query_ids(missing, ["doc_chunk"])}
+            known.update({i: found.get(i, -1) for i in missing})
+        return np.array([known[int(i)] for i in ids], dtype=np.int64)
+
+    def document_groups(self) -> Any:
+        """`groups=` for this collection's searches: Milvus groups on ``doc_chunk``."""
+        from kira.knowledge_base.milvus.index import DocumentGroups
+
+        count = (lambda: self.collection.count()) if self.collection is not None else (lambda: 0)
+        return DocumentGroups(group_of=self.document_chunk_of, count=count)
+
+    # ---- writing ----------------------------------------------------------------------
+    def write(self, batch: WriteBatch) -> None:
+        """Reserve the batch's ordinals (only once it converted: no ids wasted on errors) and write it."""
+        from kira.knowledge_base.milvus.kb_writes import CHUNKS_PER_IMAGE, milvus_rows, write_items
+        from kira.knowledge_base.milvus.writes import reserve_ordinals
+
+        rows = milvus_rows(batch, list(range(len(batch.documents))))
+        self.records.check(rows.documents)
+        shift = reserve_ordinals(self.collection, len(batch.documents)) * CHUNKS_PER_IMAGE
+        for r in rows.records:
+            r.id += shift
+            r.doc_chunk += shift
+            if r.parent >= 0:
+                r.parent += shift
+        write_items(self.collection, self.records, rows)
+        self.note_external_writes()
+
+    def note_external_writes(self) -> None:
+        """Say that chunks were written (by this process or a Ray job's actors): the next commit flushes them
+        and publishes the new generation."""
+        self._changed = self._unflushed = True
+        self._doc_chunk = {}
+
+    def write_pieces(self, pieces: Mapping[str, tuple[Sequence[str], np.ndarray]]) -> None:
+        rows = {f"piece:{d}": piece_value(list(texts), vectors) for d, (texts, vectors) in pieces.items()}
+        self.records.put({k: v for k, v in rows.items() if v is not None})
+
+    def remove(self, doc_id: str) -> bool:
+        """Remove a document and all its chunks (every chunk with its ``doc_id``), also chunks a stopped writer
+        left without the document's record."""
+        from kira.knowledge_base.milvus.orphans import orphaned
+        from kira.knowledge_base.milvus.writes import delete_documents
+
+        if not self.rows.has_document(doc_id) and not orphaned(self, [doc_id]):
+            return False
+        if self.collection is not None:
+            delete_documents(self.collection, [doc_id])
+        self.records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
+        self.note_external_writes()
+        return True
+
+    def commit(self, *, checkpoint: bool | None = None) -> int:
+        """Flush the chunks written since the last flush (Milvus seals them into indexed segments; not with
+        `checkpoint` False) and, where anything changed, bump the generation other processes' `refresh` reads."""
+        if checkpoint is not False and self._unflushed and self.collection is not None:
+            self.collection.flush()
+            self._unflushed = False
+        if not self._changed:
+            return self._seen_generation
+        generation = self.generation() + 1
+        self.records.put({"setting:generation": str(generation)})
+        self.records.client.flush(self.records.name)
+        self._seen_generation = generation
+        self._changed = False
+        return generation
+
+    def rollback(self) -> None:
+        if not self.read_only and (self._changed or self._unflushed):
+            log.warning("%s: rollback on the Milvus backend cannot undo writes already sent to %s", self.name, self.uri)
+
+    def refresh(self) -> bool:
+        if self.records is None:
+            return False
+        generation = self.generation()
+        if generation == self._seen_generation:
+            return False
+        if self.collection is None:
+            dims = json.loads(self.get_setting("dims", "null") or "null")
+            if dims:
+                self.open_spaces(dims, create=False)
+        for index in self._indexes.values():
+            index.forget_len()  # another process wrote: its count is not this collection object's to know
+        self._doc_chunk = {}
+        self._seen_generation = generation
+        return True
+
+    def close(self) -> None:
+        """Close the client; the last client of a Milvus Lite file in this process releases the file, so
+        another process can open the knowledge base next. Safe to call twice."""
+        from kira.knowledge_base.milvus.schema import close_client
+
+        if self.records is None:
+            return
+        close_client(self.client)
+        self.records, self.collection, self._indexes = None, None, {}
+
+    def drop(self) -> None:
+        """Delete the knowledge base from Milvus (its chunk, settings and ordinal collections), and close."""
+        from kira.knowledge_base.milvus.schema import close_client
+
+        for name in (self.name, f"{self.name}__meta", self.records.name):
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
+        close_client(self.client)
+        self.records, self.collection, self._indexes = None, None, {}
+
+
+__all__ = ["FORMAT", "MilvusStorage"]
