@@ -127,7 +127,7 @@ def _imports(package: str) -> set[str]:
 
 @pytest.mark.parametrize("package, never", [
     ("query_state", ("kira.pipeline", "kira.retrieval", "kira.multihop", "kira.grounding")),
-    ("retrieval", ("kira.pipeline", "kira.multihop", "kira.grounding")),
+    ("retrieval", ("kira.pipeline", "kira.multihop")),  # Feedback asks grounding's relevance judge for its seeds
     ("multihop", ("kira.pipeline", "kira.grounding")),
     ("grounding", ("kira.pipeline",)),
 ])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from kira.grounding.feedback_seeds import judged_seeds  # stage 4's relevance judge picks feedback's seeds
 from kira.query_state import QueryState, QueryVectors, RetrievalPath, StageContext
 from kira.retrieval.anchoring import anchor_to_image, clear_visual_match, feedback_ranking, lead_with_named
 from kira.retrieval.concepts import ConceptBank
@@ -170,8 +171,11 @@ class Feedback:
         n = min(cfg.feedback_documents, int(FEEDBACK_SHARE * documents))
         if n < 1:
             return state
+        seeds = None if named else judged_seeds(state, ctx, lexical, n)
+        if seeds is not None and not len(seeds):
+            return state.evolve(trace={"feedback": "no retrieved document is on the question's topic: skipped"})
         ranking = feedback_ranking(ctx.kb, state.fused, dataclasses.replace(cfg, feedback_documents=n), state.allow,
-                                   lexical)
+                                   lexical, seeds=seeds)
         if ranking is None:
             return state
         return state.evolve(rankings=dataclasses.replace(state.rankings, feedback=ranking))
