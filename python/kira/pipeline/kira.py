@@ -126,12 +126,21 @@ class Kira:
             "document_level": lambda: self.kb.level_ids(["document"]),  # how many documents feedback may average
             "identifiers": lambda: self.kb.identifier_postings(""),  # the names a question may use (per commit)
             "concepts": lambda: self.models.text.encode(list(self.profile.concepts)) if self.profile.concepts else None,
+            "relevance": self._warm_relevance,  # probe phrases and the classifier's label names, encoded once
         }
         for name, build in steps.items():
             start = time.perf_counter()
             build()
             seconds[name] = time.perf_counter() - start
         return seconds
+
+    def _warm_relevance(self) -> None:
+        from kira.grounding.answer_relevance import label_vocabulary, relevance_judge
+
+        encoder = getattr(self.models, "text", None)
+        if encoder is not None and callable(getattr(encoder, "encode", None)):
+            words = tuple(getattr(self.profile, "appearance_words", ()) or ())
+            relevance_judge(encoder, words, label_vocabulary(self.models)).warm()
 
     def stage_list(self, variant: str = "full") -> list[Stage]:
         """The stages `ask` runs for `variant` (the custom list when one was given)."""
