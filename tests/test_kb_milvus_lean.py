@@ -1,0 +1,152 @@
+"""A Milvus knowledge base reads nothing whole into the kira process (issue 33.2).
+
+Lexical search, its question specificity and the names a question may use are answered by Milvus
+over kira's own terms (kira.knowledge_base.milvus.lexical), compound groups are fetched per hit
+(kira.knowledge_base.milvus.compounds), the text->image bridge is stored at commit and loaded by
+readers (kira.knowledge_base.milvus.stored_views). Each is checked against what the embedded
+knowledge base's in-process views give on the same real photos.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
+pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
+
+from kira.knowledge_base.milvus.lexical import lexical_field, names_field  # noqa: E402
+from kira.knowledge_base.milvus.stored_views import refit_due  # noqa: E402
+from milvus_fixtures import release_lite  # noqa: E402
+
+PHOTOS = {  # skimage.data photo -> (caption, metadata, sequence)
+    "astronaut": ("an astronaut in a white suit with the american flag", {"site": "S017", "mission": "sts-61"}, None),
+    "coffee": ("a cup of coffee on a saucer, no sugar", {"site": "S017"}, "breakfast"),
+    "chelsea": ("a ginger cat looking up", {"site": "S071"}, "breakfast"),
+    "rocket": ("a rocket on the launch pad at 2021-04-09", {"site": "S071", "mission": "sts-61"}, "launch"),
+    "camera": ("a man with a camera on a tripod", {"site": "S005"}, "launch"),
+    "horse": ("a horse drawing in black and white", {"site": "S005"}, None),
+    "coins": ("old coins on a dark cloth", {"site": "S009"}, None),
+    "page": ("a printed page of text", {"site": "S009"}, None),
+}
+QUESTIONS = ["a cup of coffee", "the rocket launch on 2021-04-09", "cat", "a man holding a camera at site S005",
+             "coins without sugar", "no sugar in the coffee", "sts-61 mission photo", "white horse drawing",
+             "what does S071 show?", "printed text page"]
+
+
+def test_lexical_field_holds_kira_terms_as_whole_words_on_document_and_passage_chunks():
+    text = lexical_field("document", "No crack on the wall, but rust on 2021-04-09. Cats", "IMG-1005",
+                         {"site": "S017", "n": 3})
+    assert text.split() == ["not_crack", "not_wall", "rust", "2021_04_09", "cat", "img", "1005", "s017", "3"]
+    assert lexical_field("passage", "Rusty pipes", "doc", {}).split() == ["rusti", "pipe", "doc"]
+    assert lexical_field("patch", "a patch repeats its caption", "doc", {}) == ""
+    assert len(lexical_field("document", "word " * 40_000, "d", {}).encode()) <= 65_535
+
+
+def test_names_field_holds_the_words_of_doc_id_group_ids_and_single_token_metadata():
+    names = names_field("document", "IMG_1005", ["temporal:P017"], {"site": "S017", "note": "two words",
+                                                                     "flag": True, "k": 3})
+    assert names.split() == ["1005", "3", "img", "p017", "s017"]
+    assert names_field("region", "IMG_1005", ["temporal:P017"], {}) == ""
+
+
+def test_refit_due_follows_the_embedded_rule():
+    assert not refit_due(None, 1)
+    assert refit_due(None, 2) and refit_due(1, 5)
+    assert not refit_due(100, 105) and refit_due(100, 106)
+
+
+def _build(kb, tmp_path):
+    from PIL import Image
+    from skimage import data
+
+    for name, (caption, metadata, sequence) in PHOTOS.items():
+        pixels = np.asarray(getattr(data, name)())
+        path = tmp_path / f"{name}.png"
+        Image.fromarray(pixels[::4, ::4]).save(path)
+        kb.add_image(path, caption=caption, metadata=metadata, sequence=sequence)
+    kb.add_document("manual", passages=["The launch pad is cleared before a rocket launch.",
+                                        "Coffee is served at breakfast without sugar."], caption="site manual")
+    kb.commit()
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    """The same photos in an embedded and in a Milvus Lite knowledge base (one model stack)."""
+    from kira.knowledge_base import KnowledgeBase
+    from kira.models import load_default
+
+    tmp = tmp_path_factory.mktemp("lean")
+    models = load_default()
+    embedded = KnowledgeBase.create(tmp / "embedded", models=models)
+    milvus = KnowledgeBase.create(tmp / "milvus", models=models, backend="milvus")
+    _build(embedded, tmp)
+    _build(milvus, tmp)
+    yield embedded, milvus
+    embedded.close()
+    milvus.close()
+    release_lite(milvus.uri)
+
+
+def test_milvus_bm25_over_kira_terms_ranks_as_the_embedded_index(both):
+    embedded, milvus = both
+    ours, theirs = milvus.lexical(), embedded.lexical()
+    assert type(ours).__name__ == "MilvusLexical" and len(ours) == len(theirs)
+    for question in QUESTIONS:
+        a, b = ours.search(question, 10), theirs.search(question, 10)
+        assert a.ids.tolist() == b.ids.tolist(), question
+        np.testing.assert_allclose(a.scores, b.scores, rtol=1e-4, err_msg=question)
+        assert ours.specificity(question) == pytest.approx(theirs.specificity(question), abs=1e-6)
+    documents = milvus.level_ids(["document"])
+    assert milvus.lexical().search("coffee", 10, allow=documents).ids.tolist() == \
+        theirs.search("coffee", 10, allow=embedded.level_ids(["document"])).ids.tolist()
+    assert len(ours.search("", 5).ids) == 0 and len(ours.search("coffee", 5, allow=np.zeros(0, np.int64)).ids) == 0
+    with pytest.raises(ValueError, match="k must be"):
+        ours.search("coffee", 0)
+
+
+def test_the_names_a_question_uses_are_found_in_milvus_as_in_the_embedded_index(both):
+    embedded, milvus = both
+    for question in QUESTIONS + ["breakfast and launch", "astronaut IMG", ""]:
+        a, b = milvus.identifier_postings(question), embedded.identifier_postings(question)
+        assert sorted(a) == sorted(b), question
+        for word in a:  # chunk ids differ between the backends: compare the documents they name
+            docs_a = {r.doc_id for r in milvus.chunks(a[word]).values()}
+            docs_b = {r.doc_id for r in embedded.chunks(b[word]).values()}
+            assert docs_a == docs_b, (question, word)
+
+
+def test_compound_groups_are_fetched_per_hit_and_agree_with_every_group_read_whole(both):
+    _, milvus = both
+    whole = milvus.compounds()  # every group, read in one query (what the lean path avoids)
+    chunk_of = milvus.document_chunk_ids(list(PHOTOS))
+    for doc in PHOTOS:
+        part = milvus.compounds_for(doc_ids=[doc])
+        assert part.compound_of.get(doc) == whole.compound_of.get(doc), doc
+        assert part.partners.get(chunk_of[doc], frozenset()) == whole.partners.get(chunk_of[doc], frozenset())
+        by_chunk = milvus.compounds_for(chunk_ids=[chunk_of[doc]])
+        assert by_chunk.compound_of == part.compound_of
+    part = milvus.compounds_for(doc_ids=["coffee"])
+    assert set(part.compound_of) == {"coffee", "chelsea"}
+    assert len(milvus.compounds_for()) if hasattr(milvus.compounds_for(), "__len__") else True
+    assert milvus.compounds_for(doc_ids=["horse"]).compound_of == {}
+
+
+def test_the_bridge_is_stored_at_commit_and_a_reader_loads_it_without_fitting(both, monkeypatch):
+    from kira.knowledge_base import KnowledgeBase
+    from kira.models.bridge import TextToImageBridge
+
+    _, milvus = both
+    info = milvus._records.get_one("setting:bridge")
+    assert info is not None and '"fitted_on": 9' in info  # 8 captioned photos + the captioned manual
+    written = milvus.bridge()
+    probe = np.random.default_rng(0).standard_normal((2, written.text_dim)).astype(np.float32)
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a reader refitted the bridge")
+
+    monkeypatch.setattr(TextToImageBridge, "fit", no_fit)
+    milvus._caches.clear()
+    loaded = milvus.bridge()
+    np.testing.assert_allclose(loaded.encode_vectors(probe), written.encode_vectors(probe), atol=1e-6)
+    assert KnowledgeBase  # a read-only opener reads the same rows (kira.knowledge_base.milvus.stored_views)

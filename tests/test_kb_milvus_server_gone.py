@@ -1,0 +1,117 @@
+"""A Milvus server killed mid-ingest: a clear error, nothing committed lost, a second ingest duplicates nothing.
+
+The server is Milvus Lite run as its own process on 127.0.0.1 (``python -m milvus_lite server``), killed
+with SIGKILL from inside the ingest: the `milvus` 2.3.5 standalone wheel, the only real server installed
+here, is refused by kira (ServerTooOld: kira's schema needs Milvus 2.5), so Lite's server stands in.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
+pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
+
+PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "horse", "coins", "page")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(data_dir) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir),
+                             "--host", "127.0.0.1", "--port", str(port), "--max-workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"milvus_lite server did not start on port {port}")
+            time.sleep(0.2)
+
+
+@pytest.fixture()
+def photo_folder(tmp_path):
+    from PIL import Image
+    from skimage import data
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in PHOTOS:
+        Image.fromarray(np.asarray(getattr(data, name)())[::4, ::4]).save(folder / f"{name}.png")
+    return folder
+
+
+@pytest.mark.parametrize("when", ["before a batch", "between a batch's chunks and its records"])
+def test_a_server_killed_mid_ingest_gives_a_clear_error_and_loses_nothing_committed(tmp_path, photo_folder, when):
+    from kira.knowledge_base import KnowledgeBase
+    from kira.knowledge_base.milvus.faults import MilvusUnavailable
+    from kira.models import load_default
+
+    models = load_default()
+    proc, uri = _start(tmp_path / "data")
+    try:
+        kb = KnowledgeBase.create("gone", models=models, backend="milvus", uri=uri)
+        batches = []
+        add_images, put = kb._add_images, kb._records.put
+
+        def third_batch_kills(items):
+            batches.append([item["doc_id"] for item in items])
+            if len(batches) == 3 and when == "before a batch":
+                proc.kill()
+                proc.wait()
+            return add_images(items)
+
+        def kill_before_records(values):
+            if len(batches) == 3 and when != "before a batch" and any(k.startswith("doc:") for k in values):
+                proc.kill()
+                proc.wait()
+            return put(values)
+
+        kb._add_images = third_batch_kills
+        kb._records.put = kill_before_records
+        with pytest.raises(MilvusUnavailable, match=r"stopped answering.*committed up to generation 2 is kept") as err:
+            kb.ingest(photo_folder, batch_size=2, progress=False)
+        assert uri in str(err.value) and "ingest the same files again" in str(err.value)
+        assert isinstance(err.value, ConnectionError)
+        committed = sorted(d for batch in batches[:2] for d in batch)
+        kb._records = None  # the client's server is gone: nothing to close cleanly
+    finally:
+        proc.kill()
+        proc.wait()
+
+    proc, uri = _start(tmp_path / "data")  # the same data directory, served again
+    try:
+        kb = KnowledgeBase.open("gone", models=models, backend="milvus", uri=uri)
+        try:
+            assert sorted(kb.documents()) == committed  # every committed document, whole
+            per_doc = {d: kb.store.query_all(f'doc_id == "{d}"', ["id"]) for d in committed}
+            assert all(len(rows) > 1 for rows in per_doc.values())
+            assert kb.store.count_documents() == len(committed)
+            summary = kb.ingest(photo_folder, batch_size=2, progress=False)  # the same files again
+            assert sorted(summary.added) == sorted(set(PHOTOS) - set(committed))
+            assert sorted(kb.documents()) == sorted(PHOTOS)
+            rows = kb.store.query_all("id >= 0", ["id", "doc_id"])
+            assert len({r["id"] for r in rows}) == len(rows)
+            again = {d: kb.store.query_all(f'doc_id == "{d}"', ["id"]) for d in committed}
+            assert {d: sorted(r["id"] for r in v) for d, v in again.items()} == \
+                {d: sorted(r["id"] for r in v) for d, v in per_doc.items()}  # committed chunks untouched
+        finally:
+            kb.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
