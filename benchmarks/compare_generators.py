@@ -35,7 +35,7 @@ BARE = re.compile(r"(?:^|[.;]\s*)(?:labels?|tags?|text|caption)\s*\[Evidence|\d+
 
 def score(result) -> dict[str, float]:
     from kira.reasoning.shown import shown
-    from kira.reasoning.text_tokens import content_tokens, stem
+    from kira.text.tokens import content_tokens, stem
 
     answer = result.answer
     text = answer.plain_text.lower()

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from kira import _core
-from kira.backends.milvus_index import MilvusIndex
-from kira.backends.milvus_schema import MilvusCollection, MilvusConfig
-from kira.backends.milvus_writes import ChunkRecord, upsert_chunks
+from kira.knowledge_base.milvus.index import MilvusIndex
+from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
+from kira.knowledge_base.milvus.writes import ChunkRecord, upsert_chunks
 from kira.eval.synthetic import clustered_vectors
 from kira.pipeline.query import search
 
@@ -154,7 +154,7 @@ def ingest_table(n_images: int, workdir: Path, skip_ray: bool) -> None:
     if not skip_ray:
         import ray
 
-        from kira.backends.ray_kb_ingest import ingest_ray_kb
+        from kira.ray_ingest.kb import ingest_ray_kb
 
         for actors, cpus in ((1, 1.0), (2, 0.75)):
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)

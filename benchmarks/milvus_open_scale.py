@@ -62,8 +62,8 @@ def stack():
 
 def build(path: Path, n_chunks: int) -> float:
     """A Milvus Lite knowledge base of about `n_chunks` chunks at `path`; returns the seconds it took."""
-    from kira.backends.milvus_kb_store import document_value
-    from kira.backends.milvus_writes import ChunkRecord, reserve_ordinals, upsert_chunks
+    from kira.knowledge_base.milvus.records import document_value
+    from kira.knowledge_base.milvus.writes import ChunkRecord, reserve_ordinals, upsert_chunks
     from kira.knowledge_base import KnowledgeBase
 
     rng = np.random.default_rng(0)

@@ -27,7 +27,7 @@ def unit_rows(n: int, dim: int, seed: int = 0, clusters: int = 8) -> np.ndarray:
 
 def records_for(n_docs: int, per_doc: int, visual: np.ndarray, text: np.ndarray, *, first_id: int = 1):
     """ChunkRecords: n_docs documents of per_doc chunks (one document chunk, then patches), ids from first_id."""
-    from kira.backends.milvus_writes import ChunkRecord
+    from kira.knowledge_base.milvus.writes import ChunkRecord
 
     out, i = [], 0
     for d in range(n_docs):

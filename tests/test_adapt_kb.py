@@ -111,7 +111,7 @@ def test_bad_labels_and_states_are_refused_with_what_to_do(digits_kb):
 
 
 def test_the_milvus_backend_refuses_adaptation_clearly():
-    from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase
+    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
 
     kb = MilvusKnowledgeBase.__new__(MilvusKnowledgeBase)  # the refusal needs no server
     with pytest.raises(ValueError, match="not supported on the Milvus backend.*embedded"):

@@ -10,9 +10,9 @@ pytest.importorskip("milvus_lite")
 
 from kira import _core  # noqa: E402
 from kira.backends import VectorIndex, search_options  # noqa: E402
-from kira.backends.milvus_index import MilvusIndex, filter_expression, hybrid_search, lexical_search  # noqa: E402
-from kira.backends.milvus_schema import MilvusCollection, MilvusConfig  # noqa: E402
-from kira.backends.milvus_writes import upsert_chunks  # noqa: E402
+from kira.knowledge_base.milvus.index import MilvusIndex, filter_expression, hybrid_search, lexical_search  # noqa: E402
+from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig  # noqa: E402
+from kira.knowledge_base.milvus.writes import upsert_chunks  # noqa: E402
 from kira.pipeline.query import search  # noqa: E402
 from milvus_fixtures import records_for, release_lite, unit_rows  # noqa: E402
 

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
 
-from kira.backends.milvus_schema import MilvusCollection, MilvusConfig, expected_fields  # noqa: E402
-from kira.backends.milvus_writes import ChunkRecord, delete_documents, upsert_chunks  # noqa: E402
+from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig, expected_fields  # noqa: E402
+from kira.knowledge_base.milvus.writes import ChunkRecord, delete_documents, upsert_chunks  # noqa: E402
 from milvus_fixtures import records_for, release_lite, unit_rows  # noqa: E402
 
 

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 
-from kira.backends import milvus_schema  # noqa: E402
-from kira.backends.milvus_schema import MIN_SERVER, MIN_SERVER_WITHOUT_BM25, ServerTooOld, check_server  # noqa: E402
+from kira.knowledge_base.milvus import schema as milvus_schema  # noqa: E402
+from kira.knowledge_base.milvus.schema import MIN_SERVER, MIN_SERVER_WITHOUT_BM25, ServerTooOld, check_server  # noqa: E402
 
 
 class FakeServer:

@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
 
-from kira.backends.milvus_schema import MilvusCollection, MilvusConfig  # noqa: E402
-from kira.backends.milvus_view import MilvusKnowledgeView, export_knowledge_base  # noqa: E402
+from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig  # noqa: E402
+from kira.knowledge_base.milvus.collection_view import MilvusKnowledgeView, export_knowledge_base  # noqa: E402
 from kira.config import RetrievalConfig  # noqa: E402
 from kira.pipeline.query import QueryVectors, lexical_rankings, text_rankings, visual_rankings  # noqa: E402
 from milvus_fixtures import release_lite  # noqa: E402

@@ -11,6 +11,7 @@ import pytest
 from pipeline_fakes import FakeStack
 
 import kira.cli as cli
+import kira.cli_opening as cli_opening
 from kira.knowledge_base import KnowledgeBase
 
 
@@ -26,7 +27,7 @@ def _save(path, n: int):
 
 @pytest.fixture(autouse=True)
 def fake_models(monkeypatch):
-    monkeypatch.setattr(cli, "_stack", lambda models_dir: FakeStack())
+    monkeypatch.setattr(cli_opening, "model_stack", lambda models_dir: FakeStack())
 
 
 def test_ingest_of_a_missing_folder_creates_nothing(tmp_path, capsys):

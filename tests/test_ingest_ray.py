@@ -8,10 +8,10 @@ import pytest
 pytest.importorskip("pymilvus")
 pytest.importorskip("milvus_lite")
 
-from kira.backends.milvus_encode import ImageItem, chunk_id, encode_images  # noqa: E402
-from kira.backends.milvus_schema import MilvusCollection, MilvusConfig  # noqa: E402
-from kira.backends.ray_ingest import actor_pool_size, list_sources  # noqa: E402
-from kira.backends.ray_runtime import start_ray  # noqa: E402
+from kira.knowledge_base.milvus.encode import ImageItem, chunk_id, encode_images  # noqa: E402
+from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig  # noqa: E402
+from kira.ray_ingest.sources import actor_pool_size, list_sources  # noqa: E402
+from kira.ray_ingest.runtime import start_ray  # noqa: E402
 from milvus_fixtures import release_lite  # noqa: E402
 
 SKIMAGE = ("astronaut", "camera", "coffee", "chelsea", "rocket", "coins", "moon", "page", "horse", "text",
@@ -101,7 +101,7 @@ def test_the_actor_encodes_writes_and_reports_skipped_files_with_reasons(tmp_pat
     from PIL import Image
     from skimage import data
 
-    from kira.backends.ray_ingest import EncodeAndWrite
+    from kira.ray_ingest.sources import EncodeAndWrite
     from kira.models import load_default
 
     folder = tmp_path / "images"
@@ -138,7 +138,7 @@ def ray_local():
     pytest.importorskip("ray.data")
     yield ray
     if ray.is_initialized():
-        from kira.backends.ray_runtime import stop_ray
+        from kira.ray_ingest.runtime import stop_ray
 
         stop_ray(ray)
 
@@ -147,8 +147,8 @@ def ray_local():
 # Ray 2.60's own DataContext() warns about its own defaults (use_push_based_shuffle, use_polars), not kira's calls.
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 def test_a_ray_job_ingests_real_images_into_milvus_lite_as_a_local_encode_would(tmp_path, ray_local):
-    from kira.backends.milvus_index import MilvusIndex
-    from kira.backends.ray_ingest import ingest_ray
+    from kira.knowledge_base.milvus.index import MilvusIndex
+    from kira.ray_ingest.sources import ingest_ray
     from kira.images import load_image
     from kira.models import load_default
 
@@ -198,7 +198,7 @@ def test_a_pyarrow_filesystem_uri_lists_and_reads_as_the_local_folder(tmp_path):
     from PIL import Image
     from skimage import data
 
-    from kira.backends.ray_ingest import _read_image
+    from kira.ray_ingest.sources import _read_image
 
     folder = tmp_path / "images"
     (folder / "a").mkdir(parents=True)
@@ -230,7 +230,7 @@ def test_stop_ray_collects_rays_dropped_process_handles_without_a_warning():
     import sys
     import warnings
 
-    from kira.backends.ray_runtime import stop_ray
+    from kira.ray_ingest.runtime import stop_ray
 
     class FakeRay:
         def __init__(self) -> None:

@@ -117,7 +117,7 @@ def test_the_ray_actor_writes_with_the_knowledge_bases_path_and_skips_with_reaso
     from PIL import Image
     from skimage import data
 
-    from kira.backends.ray_kb_ingest import KbEncodeAndWrite
+    from kira.ray_ingest.kb import KbEncodeAndWrite
     from kira.knowledge_base import KnowledgeBase
     from kira.models import load_default
 

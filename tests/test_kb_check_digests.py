@@ -112,7 +112,7 @@ def test_a_damaged_page_makes_check_and_ask_refuse_with_the_fix(kb_path, capsys)
 
 
 def test_a_damaged_page_met_while_reading_a_large_database_is_a_message_with_the_fix(kb_path, monkeypatch, capsys):
-    import kira.knowledge_base.check as check_module
+    import kira.knowledge_base.embedded.check as check_module
 
     _damage_a_page(kb_path)
     monkeypatch.setattr(check_module, "QUICK_CHECK_PAGES", 1)  # too large to verify before answering

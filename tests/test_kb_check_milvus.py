@@ -15,7 +15,7 @@ from pipeline_fakes import FakeStack, photo  # noqa: E402
 from kira.cli import main  # noqa: E402
 from kira.knowledge_base import KnowledgeBase  # noqa: E402
 from kira.knowledge_base.check import check  # noqa: E402
-from kira.knowledge_base.check_milvus import _vector_problem  # noqa: E402
+from kira.knowledge_base.milvus.check import _vector_problem  # noqa: E402
 
 
 @pytest.fixture()
@@ -52,7 +52,7 @@ def test_orphan_chunks_are_reported_and_removed_by_repair(lite_kb, capsys):
 
 
 def test_a_record_without_chunks_is_reported_and_not_repairable(lite_kb, capsys):
-    from kira.backends.milvus_writes import delete_documents
+    from kira.knowledge_base.milvus.writes import delete_documents
 
     with KnowledgeBase.open(lite_kb) as kb:
         delete_documents(kb._collection, ["coffee"])

@@ -13,7 +13,7 @@ from pathlib import Path
 from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
-from kira.knowledge_base.vectors import INDEX_CHECKPOINT_SHARE
+from kira.knowledge_base.embedded.vectors import INDEX_CHECKPOINT_SHARE
 
 RED, GREEN, BLUE, YELLOW, CYAN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0), (0, 1, 1)
 FILES = ("visual.index", "text.index", "manifest.json")

@@ -55,7 +55,7 @@ def test_a_database_that_is_not_sqlite_is_a_value_error(kb_path):
 # 2 -------------------------------------------------------------------------------------
 def test_a_huge_caption_is_stored_whole_but_encoded_bounded(tmp_path):
     from kira.knowledge_base.kb import MAX_ENCODED_CHARS
-    from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+    from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
 
     seen: list[int] = []
 

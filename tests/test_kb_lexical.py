@@ -11,7 +11,7 @@ from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
 from kira.knowledge_base.lexical import BM25_B, BM25_K1, LexicalIndex, is_identifier, lexical_terms
-from kira.reasoning.text_tokens import stem
+from kira.text.tokens import stem
 
 TEXTS = [
     "PA chest radiograph, patient P017, study 1 (2020-01-13). Lungs clear.",

@@ -96,7 +96,7 @@ def test_without_pymilvus_the_error_names_the_extra(monkeypatch, tmp_path):
 
 
 def test_a_batch_written_again_duplicates_nothing_and_passages_are_stored(uri):
-    from kira.backends.milvus_kb_writes import encode_items, write_items
+    from kira.knowledge_base.milvus.kb_writes import encode_items, write_items
 
     kb = KnowledgeBase.create("kb", models=FakeStack(), backend="milvus", uri=uri)
     try:
@@ -150,7 +150,7 @@ def test_a_reader_opened_before_the_first_image_picks_up_a_writers_commits(uri):
 def test_an_embedded_knowledge_base_copied_to_milvus_answers_alike_with_the_same_chunk_ids(uri, tmp_path):
     from skimage import data
 
-    from kira.knowledge_base.milvus_copy import copy_to_milvus
+    from kira.knowledge_base.milvus.copy import copy_to_milvus
     from kira.models import load_default
     from kira.pipeline import Kira
 

@@ -18,7 +18,7 @@ pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
 from pipeline_fakes import FakeStack, flat  # noqa: E402
 
-from kira.backends.milvus_orphans import find_orphans, remove_orphans  # noqa: E402
+from kira.knowledge_base.milvus.orphans import find_orphans, remove_orphans  # noqa: E402
 from kira.knowledge_base import KnowledgeBase  # noqa: E402
 
 RED, GREEN, BLUE = (1, 0, 0), (0, 1, 0), (0, 0, 1)
@@ -26,7 +26,7 @@ RED, GREEN, BLUE = (1, 0, 0), (0, 1, 0), (0, 0, 1)
 _CHILD = textwrap.dedent("""
     import os, signal, sys
     from pipeline_fakes import FakeStack, flat
-    from kira.backends.milvus_kb_store import KbRecords
+    from kira.knowledge_base.milvus.records import KbRecords
     from kira.knowledge_base import KnowledgeBase
 
     put = KbRecords.put

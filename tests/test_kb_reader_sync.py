@@ -10,7 +10,7 @@ import pytest
 from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
-from kira.knowledge_base.store import Store
+from kira.knowledge_base.embedded.store import Store
 
 RED, GREEN, BLUE, YELLOW, CYAN = (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0), (0, 1, 1)
 

@@ -15,7 +15,7 @@ import pytest
 from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
-from kira.knowledge_base.store import SCHEMA_VERSION
+from kira.knowledge_base.embedded.store import SCHEMA_VERSION
 
 RED, GREEN, BLUE = (1, 0, 0), (0, 1, 0), (0, 0, 1)
 

@@ -296,7 +296,7 @@ def test_bad_question_and_top_k_get_clear_errors_and_undecodable_bytes_are_repla
 
 
 def test_a_huge_caption_reaches_reasoning_bounded(tmp_path):
-    from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+    from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
 
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
         kb.add_image(flat(BLUE), doc_id="big", caption="blue sky " * 200_000)

@@ -14,7 +14,7 @@ import pytest
 from pipeline_fakes import FakeStack, HashingTextEncoder, photo
 
 from kira.knowledge_base import KnowledgeBase
-from kira.knowledge_base.store import SCHEMA_VERSION
+from kira.knowledge_base.embedded.store import SCHEMA_VERSION
 from kira.pipeline import Kira
 from kira.reasoning.verifier import GroundingVerifier, summary_pieces
 

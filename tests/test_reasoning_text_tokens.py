@@ -1,4 +1,4 @@
-"""kira.reasoning.text_tokens: Snowball stems make inflections of one word meet, and only those."""
+"""kira.text.tokens: Snowball stems make inflections of one word meet, and only those."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.tokens import content_tokens, stem
 
 PAIRS = [
     ("lesion", "lesions"), ("effusion", "effusions"), ("region", "regions"), ("mass", "masses"),

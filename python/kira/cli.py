@@ -33,6 +33,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from kira import cli_opening
+from kira.cli_opening import open_read_only
+
 VARIANT_HELP = {
     "visual_only": "path A only: the visual index",
     "dual_path": "+ path B: description index and BM25, fused by weighted RRF",
@@ -63,51 +66,12 @@ class _Help(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-def _stack(models_dir: str | None, *, ocr: bool = False, kb: str | None = None, uri: str | None = None) -> Any:
-    """The model stack a command passes to the knowledge base: the exported models in `models_dir`, or
-    (None) the default stack the knowledge base loads on first use. `ocr`: the default stack with OCR,
-    with the image encoder that the knowledge base `kb` (at `uri`) was built with, when it exists."""
-    if models_dir:
-        if ocr:
-            raise ValueError("--ocr adds RapidOCR to the default model stack; it does not combine with --models "
-                             "(drop one of them)")
-        from kira.models import load
-
-        return load(models_dir)
-    if ocr:
-        from kira.knowledge_base.model_identity import default_stack_for
-
-        return default_stack_for(_recorded_models(kb, uri), ocr=True)
-    return None  # the knowledge base loads the default stack on first use
-
-
-def _recorded_models(kb: str | None, uri: str | None) -> dict[str, str]:
-    """The models the existing knowledge base `kb` records ({} where there is none yet)."""
-    from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase, is_milvus_directory
-
-    if kb is None:
-        return {}
-    if uri is None and not (Path(kb) / "kira.sqlite").is_file() and not is_milvus_directory(kb):
-        return {}
-    if uri is not None and not MilvusKnowledgeBase.exists(kb, uri=uri, token=os.environ.get("KIRA_MILVUS_TOKEN", "")):
-        return {}
-    opened = _open_read_only(kb, uri)
-    try:
-        return opened.built_with()
-    finally:
-        opened.close()
-
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from kira.cli_ingest import cmd_ingest
 
     return cmd_ingest(args)
 
-
-def _suffixes() -> frozenset[str]:
-    from kira.knowledge_base.ingest import IMAGE_SUFFIXES
-
-    return IMAGE_SUFFIXES
 
 
 def _ask(args: argparse.Namespace) -> Any:
@@ -121,7 +85,7 @@ def _ask(args: argparse.Namespace) -> Any:
         raise ValueError(f"--top-k must be at least 1; got {args.top_k}")
     args.question = clean_text(args.question, "the question")  # bytes that are not UTF-8 become U+FFFD
     _refuse_damaged_database(args.kb, args.uri)
-    kb = _open_read_only(args.kb, args.uri, models=_stack(args.models))
+    kb = open_read_only(args.kb, args.uri, models=cli_opening.model_stack(args.models))
     try:
         if len(kb) == 0:
             raise ValueError(f"the knowledge base {args.kb} is empty: add images first with "
@@ -143,9 +107,9 @@ def _refuse_damaged_database(kb: str, uri: str | None) -> None:
     """ValueError (with the fix) when SQLite finds the embedded knowledge base's database damaged:
     an answer read from it cannot be trusted (`kira.knowledge_base.check.database_problem`)."""
     from kira.knowledge_base.check import database_problem
-    from kira.knowledge_base.store import DB_NAME
+    from kira.knowledge_base.opening import is_embedded_directory
 
-    if uri is None and (Path(kb) / DB_NAME).is_file():
+    if uri is None and is_embedded_directory(kb):
         problem = database_problem(kb)
         if problem:
             raise ValueError(problem)
@@ -196,18 +160,9 @@ def _cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_read_only(kb: str, uri: str | None, models: Any = None) -> Any:
-    """A knowledge base opened for reading: a directory, or with `uri` the Milvus knowledge base named `kb`
-    there (its token from $KIRA_MILVUS_TOKEN)."""
-    from kira.knowledge_base import KnowledgeBase
-
-    if uri is None:
-        return KnowledgeBase.open(kb, models=models, read_only=True)
-    return KnowledgeBase.open(kb, models=models, read_only=True, uri=uri, token=os.environ.get("KIRA_MILVUS_TOKEN", ""))
-
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    kb = _open_read_only(args.kb, args.uri)
+    kb = open_read_only(args.kb, args.uri)
     try:
         stats = kb.stats()
         report = getattr(kb, "adaptation", None)  # kb.adapt's choice (kira.adapt.validation), if it ran

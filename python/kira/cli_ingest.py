@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kira.cli import _stack, _suffixes
+from kira import cli_opening
+from kira.cli_opening import image_suffixes
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -42,14 +43,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     path = Path(args.kb)
     if not found:
         print(f"kira ingest: no image files in {' '.join(printable(i) for i in args.inputs)} (looked for "
-              f"{', '.join(sorted(_suffixes()))}); nothing was added", file=sys.stderr)
+              f"{', '.join(sorted(image_suffixes()))}); nothing was added", file=sys.stderr)
         for where, reason in _skipped:
             print(f"  skipped {printable(where)}: {reason}", file=sys.stderr)
         return 1
     if args.engine == "ray" and len(args.inputs) != 1:
         raise ValueError("--engine ray reads one folder (or pyarrow uri); give one input")
     ocr = getattr(args, "ocr", False)
-    models = _stack(args.models, ocr=True, kb=args.kb, uri=args.uri) if ocr else _stack(args.models)
+    stack = cli_opening.model_stack
+    models = stack(args.models, ocr=True, kb=args.kb, uri=args.uri) if ocr else stack(args.models)
     if args.engine == "ray":
         return _ingest_with_ray(args, path, models, sources, captions)
     kb, created = _open_for_ingest(args, path, models)
@@ -59,10 +61,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _ingest_with_ray(args: argparse.Namespace, path: Path, models: Any, sources: Any, captions: Any) -> int:
     """`kira ingest --engine ray`: Ray starts before Milvus Lite's gRPC threads do (a fork beside them is
     what makes Ray's node start time out), and stops at the end."""
-    from kira.backends.ray_ingest import require_ray
-    from kira.backends.ray_runtime import start_ray, stop_ray
+    from kira.ray_ingest.sources import require_ray
+    from kira.ray_ingest.runtime import start_ray, stop_ray
+    from kira.knowledge_base.opening import is_embedded_directory
 
-    if not args.uri and (path / "kira.sqlite").is_file():  # refused before Ray starts
+    if not args.uri and is_embedded_directory(path):  # refused before Ray starts
         raise ValueError(f"{path} is an embedded knowledge base; --engine ray writes to a knowledge base created "
                          "with the Milvus backend (a new KB with --backend milvus); run without --engine ray")
     if args.backend == "embedded":
@@ -79,7 +82,7 @@ def _ingest_with_ray(args: argparse.Namespace, path: Path, models: Any, sources:
 def _ingest_into(args: argparse.Namespace, kb: Any, created: bool, path: Path, sources: Any, captions: Any) -> int:
     with kb:
         if args.engine == "ray":
-            from kira.backends.ray_kb_ingest import ingest_ray_kb
+            from kira.ray_ingest.kb import ingest_ray_kb
 
             summary = ingest_ray_kb(kb, sources, address=args.ray_address, actors=args.actors, captions=captions,
                                     batch_size=args.batch_size, follow_links=args.follow_links,
@@ -110,15 +113,15 @@ def _open_for_ingest(args: argparse.Namespace, path: Path, models: Any) -> tuple
     """(the knowledge base to ingest into, whether this run created it). A new one is embedded unless
     --backend milvus, --uri or --engine ray say Milvus; --engine ray on an embedded one is refused."""
     from kira.knowledge_base import KnowledgeBase
-    from kira.knowledge_base.milvus_kb import is_milvus_directory
+    from kira.knowledge_base.opening import is_knowledge_base
 
     token = os.environ.get("KIRA_MILVUS_TOKEN", "")
     if args.uri:
-        from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase
+        from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
 
         exists = MilvusKnowledgeBase.exists(args.kb, uri=args.uri, token=token)
     else:
-        exists = (path / "kira.sqlite").is_file() or is_milvus_directory(path)
+        exists = is_knowledge_base(path)
     if exists:
         kb = KnowledgeBase.open(args.kb if args.uri else path, models=models, uri=args.uri, token=token)
         if args.engine == "ray" and getattr(kb, "backend", "embedded") != "milvus":

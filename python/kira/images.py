@@ -23,18 +23,11 @@ from typing import Any, Union
 
 import numpy as np
 
+from kira.image_limits import MAX_PIXELS, ImageError, check_size
+
 ImageLike = Union[str, os.PathLike, np.ndarray, Any]  # Any: a PIL.Image.Image
 
 logger = logging.getLogger(__name__)
-
-MAX_PIXELS = 64_000_000  # ~ 8000 x 8000; larger inputs are refused, not decoded
-MAX_SIDE = 20_000
-MIN_SIDE = 1
-
-
-class ImageError(ValueError):
-    """An input that cannot be used as an image; the message says why and what to do."""
-
 
 def load_image(image: ImageLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     """Return `image` as a C-contiguous uint8 RGB array of shape (h, w, 3).
@@ -55,7 +48,7 @@ def load_image(image: ImageLike, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
         return _from_array(image, max_pixels)
     if hasattr(image, "convert") and hasattr(image, "size"):  # PIL image
         w, h = image.size
-        _check_size(w, h, max_pixels, "image")
+        check_size(w, h, max_pixels, "image")
         try:
             return _from_pil(image, max_pixels)
         except (OSError, SyntaxError, ValueError) as exc:  # decoding a lazily loaded file fails here
@@ -77,17 +70,6 @@ def plain_error(exc: BaseException) -> str:
     return _OBJECT_REPR.sub("the image", str(exc)) or type(exc).__name__
 
 
-def _check_size(w: int, h: int, max_pixels: int, what: str) -> None:
-    if w < MIN_SIDE or h < MIN_SIDE:
-        raise ImageError(f"{what} is empty ({w}x{h} pixels)")
-    if w > MAX_SIDE or h > MAX_SIDE:
-        raise ImageError(f"{what} is {w}x{h} pixels: {max(w, h):,} on a side, over the limit of {MAX_SIDE:,} per "
-                         "side; crop or downscale it first")
-    if w * h > max_pixels:
-        raise ImageError(f"{what} is {w}x{h} = {w * h:,} pixels, over the limit of {max_pixels:,}; downscale it "
-                         "first or raise max_pixels")
-
-
 def _load_path(path: Path, max_pixels: int) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
@@ -104,7 +86,7 @@ def _load_path(path: Path, max_pixels: int) -> np.ndarray:
     try:
         with _pillow_allows(max_pixels), Image.open(path) as im:
             w, h = im.size  # header only: nothing decoded yet
-            _check_size(w, h, max_pixels, str(path))
+            check_size(w, h, max_pixels, str(path))
             if im.mode in ("RGB", "RGBA", "P", "L", "CMYK", "YCbCr", "1", "LA", "PA"):
                 im.draft("RGB", (w, h))
             return _from_pil(im, max_pixels)
@@ -185,7 +167,7 @@ def _from_array(a: np.ndarray, max_pixels: int) -> np.ndarray:
         a = a[:, :, 0]
     if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (3, 4)):
         raise ImageError(f"image array has shape {a.shape}; expected (h, w), (h, w, 3) or (h, w, 4)")
-    _check_size(a.shape[1], a.shape[0], max_pixels, "image array")
+    check_size(a.shape[1], a.shape[0], max_pixels, "image array")
     if a.dtype == np.uint8:
         out = a
     elif np.issubdtype(a.dtype, np.floating):

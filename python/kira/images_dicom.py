@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from kira.image_limits import ImageError, check_size
+
 logger = logging.getLogger(__name__)
 
 DICOM_HINT = 'pip install "kira[dicom]"'
@@ -105,8 +107,6 @@ def load_dicom(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
     Raises ImportError naming the `dicom` extra without pydicom, kira.images.ImageError for an
     unreadable, oversized or undecodable file.
     """
-    from kira.images import ImageError, _check_size
-
     pydicom, _, _ = _pydicom()
     path = Path(path)
     try:
@@ -116,7 +116,7 @@ def load_dicom(path: str | os.PathLike, *, max_pixels: int | None = None) -> np.
     if "PixelData" not in ds:
         raise ImageError(f"DICOM file {path} has no pixel data (is it a report or structured document?)")
     if max_pixels is not None:
-        _check_size(int(ds.get("Columns", 0)), int(ds.get("Rows", 0)), max_pixels, str(path))
+        check_size(int(ds.get("Columns", 0)), int(ds.get("Rows", 0)), max_pixels, str(path))
     try:
         return dicom_to_uint8(ds)
     except ValueError as exc:

@@ -21,7 +21,7 @@ File schema (every key optional; TOML shown, JSON takes the same keys)::
     change_words = ["increased", "new"]      # words of statements that report a change
     position_axes = [["left", "right"], ["upper", "lower"]]  # where a finding sits
 
-Words are compared after kira's stemmer (`kira.reasoning.text_tokens.stem`), so
+Words are compared after kira's stemmer (`kira.text.tokens.stem`), so
 "changed" also matches "change" and "changes".
 """
 

@@ -101,10 +101,11 @@ class VisualRAG:
     def __init__(self, models: Any = None, generator: Any = None, *, path: str | os.PathLike | None = None,
                  variant: str = "full", config: Any = None) -> None:
         from kira.knowledge_base import KnowledgeBase
+        from kira.knowledge_base.opening import is_embedded_directory
 
         self._tmp = Path(tempfile.mkdtemp(prefix="kira-visualrag-")) if path is None else None
         self.path = self._tmp / "kb" if self._tmp is not None else Path(path)  # type: ignore[arg-type]
-        if (self.path / "kira.sqlite").is_file():
+        if is_embedded_directory(self.path):
             self.kb = KnowledgeBase.open(self.path, models=models)
         else:
             self.kb = KnowledgeBase.create(self.path, config=config, models=models)

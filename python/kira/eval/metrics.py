@@ -33,7 +33,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import strip_citation_marks
 
 RECALL_KS: tuple[int, ...] = (1, 3, 5, 10)

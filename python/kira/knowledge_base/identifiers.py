@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from kira.reasoning.text_tokens import STOP_WORDS
+from kira.text.tokens import STOP_WORDS
 
 _WORD = re.compile(r"\d{4}-\d{2}-\d{2}|[a-z0-9]+")
 MAX_DOCUMENT_SHARE = 0.5

@@ -4,7 +4,7 @@ A folder is walked recursively (sorted); files with an image suffix are kept (DI
 `.dicom` too when pydicom is installed; without it such a file is listed as skipped with the
 command that installs it). Broken links, FIFOs, devices, sockets, file names that are not UTF-8
 and links leading out of the folder (unless followed) are listed as skipped with the reason.
-Both the local ingest (kira.knowledge_base.ingest) and the Ray job (kira.backends.ray_ingest)
+Both the local ingest (kira.knowledge_base.ingest) and the Ray job (kira.ray_ingest.sources)
 name files through `relative_doc_ids`.
 """
 

@@ -14,7 +14,7 @@ Writes go into one open transaction; `commit()` makes them durable (the database
 saves the index files and the manifest once enough rows changed since they were last
 saved (`checkpoint_share`), and `close()` always does. `ingest` commits every batch. Any number of
 processes may open a knowledge base with ``read_only=True`` while one writer works;
-a second writer is refused. See `kira.knowledge_base.vectors` for how index files that
+a second writer is refused. See `kira.knowledge_base.embedded.vectors` for how index files that
 are behind the database (a deferred checkpoint, a crash) are brought up to date on open.
 """
 
@@ -33,8 +33,8 @@ from kira.knowledge_base.kb_views import DerivedViews
 from kira.knowledge_base.kb_writing import MAX_ENCODED_CHARS, Writing
 from kira.knowledge_base.model_fallbacks import recorded_fallbacks
 from kira.knowledge_base.model_identity import RecordedModels
-from kira.knowledge_base.store import Store
-from kira.knowledge_base.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces, remove_stale_temporaries,
+from kira.knowledge_base.embedded.store import Store
+from kira.knowledge_base.embedded.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces, remove_stale_temporaries,
                                          write_json_atomic)
 
 log = logging.getLogger(__name__)
@@ -66,16 +66,6 @@ def _read_config(path: Path) -> KiraConfig:
         return KiraConfig.from_dict(data)
     except (TypeError, AttributeError, KeyError, ValueError) as exc:
         raise ValueError(f"{path} does not hold a kira configuration ({exc}); {fix}") from None
-
-
-def _milvus_backend(backend: str) -> Any:
-    if backend == "embedded":
-        raise ValueError("a uri is for the Milvus backend: pass backend='milvus', or drop uri for an embedded one")
-    if backend != "milvus":
-        raise ValueError(f"backend must be 'embedded' or 'milvus'; got {backend!r}")
-    from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase
-
-    return MilvusKnowledgeBase
 
 
 class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
@@ -164,14 +154,21 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
             .json file); stored with the knowledge base. None: the empty profile.
 
         backend: "embedded" (SQLite + the core's indexes in the directory `path`) or "milvus"
-            (`kira.knowledge_base.milvus_kb`: chunks, vectors and settings in Milvus at `uri`,
+            (`kira.knowledge_base.milvus.kb`: chunks, vectors and settings in Milvus at `uri`,
             authenticated with `token`; without a uri, Milvus Lite in the directory `path`).
 
         Raises ValueError if `path` already holds a knowledge base or a non-empty directory.
         """
-        if backend != "embedded" or uri is not None:
-            return _milvus_backend(backend).create(path, config, models, uri=uri, token=token, index=index,
-                                                   levels=levels, caption_children=caption_children, profile=profile)
+        from kira.knowledge_base.opening import create_knowledge_base
+
+        return create_knowledge_base(path, config, models, backend=backend, uri=uri, token=token, index=index,
+                                     levels=levels, caption_children=caption_children, profile=profile)
+
+    @classmethod
+    def create_embedded(cls, path: str | os.PathLike, config: KiraConfig | None = None, models: Any = None, *,
+                        index: str = "flat", levels: Sequence[str] = LEVELS, caption_children: bool = False,
+                        profile: Any = None) -> KnowledgeBase:
+        """`create` of an embedded knowledge base (SQLite + the core's indexes in the directory `path`)."""
         path = Path(path)
         from kira.profile import as_profile
 
@@ -208,14 +205,17 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         Raises ValueError if `path` is not a knowledge base, or (writing) if another
         process holds it open for writing.
         """
-        if backend is None:
-            from kira.knowledge_base.milvus_kb import is_milvus_directory
+        from kira.knowledge_base.opening import open_knowledge_base
 
-            backend = "milvus" if uri is not None or is_milvus_directory(path) else "embedded"
-        if backend != "embedded" or uri is not None:
-            return _milvus_backend(backend).open(path, models, uri=uri, token=token, read_only=read_only)
+        return open_knowledge_base(path, models, read_only=read_only, backend=backend, uri=uri, token=token)
+
+    @classmethod
+    def open_embedded(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False) -> KnowledgeBase:
+        """`open` of an embedded knowledge base (the directory `path` holding kira.sqlite)."""
+        from kira.knowledge_base.opening import is_embedded_directory
+
         path = Path(path)
-        if not (path / "kira.sqlite").is_file():
+        if not is_embedded_directory(path):
             raise ValueError(f"{path} is not a kira knowledge base (no kira.sqlite); create one with "
                              f"`kira ingest {path} FOLDER` or KnowledgeBase.create")
         config = _read_config(path / CONFIG_FILE)
@@ -310,7 +310,7 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         durable. Then the index files and the manifest, a cache of the database, are
         saved atomically when `checkpoint` is True, or (None, the default) when the rows
         changed since they were last saved exceed `checkpoint_share` of the indexes
-        (see kira.knowledge_base.vectors): a 10-chunk commit to a 100k-chunk knowledge
+        (see kira.knowledge_base.embedded.vectors): a 10-chunk commit to a 100k-chunk knowledge
         base does not rewrite 280 MB of index files. False: never now. `close` always
         checkpoints. Files behind the database (a deferred checkpoint, or a crash in
         between) are brought up to date from the stored vectors on the next open.

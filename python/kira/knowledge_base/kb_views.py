@@ -20,7 +20,7 @@ import numpy as np
 
 from kira import _core
 from kira.knowledge_base.compound import CompoundIndex, CompoundQueries
-from kira.knowledge_base.store import DocumentRow
+from kira.knowledge_base.rows import DocumentRow
 
 T = TypeVar("T")
 

@@ -24,9 +24,8 @@ from kira.knowledge_base.batch_encode import (
     encode_texts,
 )
 from kira.knowledge_base.inputs import clean_text, group_arg, tags_arg
-from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
-from kira.reasoning.shown import appearance_parts
-from kira.reasoning.verifier import summary_pieces
+from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
+from kira.text.pieces import appearance_parts, summary_pieces
 
 THUMBNAIL_SIDE = 160
 __all__ = ["ENCODE_BATCH", "MAX_ENCODED_CHARS", "THUMBNAIL_SIDE", "PreparedBatch", "Writing", "encode_pieces",
@@ -62,9 +61,9 @@ def stored_source(source: str | None) -> str | None:
 
 def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str, str]], *,
                     appearance: bool = False) -> list[str]:
-    """The distinct text pieces (`kira.reasoning.verifier.summary_pieces`) a document's chunks are stored
+    """The distinct text pieces (`kira.text.pieces.summary_pieces`) a document's chunks are stored
     with at ingest: every piece of each of its `chunks` ((level, description) pairs) but, for a document
-    with an `image`, the pieces that only say how the image looks (`kira.reasoning.shown.appearance_parts`
+    with an `image`, the pieces that only say how the image looks (`kira.text.pieces.appearance_parts`
     of its image chunks' descriptions, given the user's `caption`): an answer states those only when its
     question asks about appearance, so the verifier encodes them when an ask cites the chunk, with the
     same vectors (`appearance`: stored too). A description's whole text is always stored (a document's is

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from kira.reasoning.text_tokens import DISCOURSE_WORDS, STOP_WORDS, stem
+from kira.text.tokens import DISCOURSE_WORDS, STOP_WORDS, stem
 
 BM25_K1 = 1.2
 BM25_B = 0.75

@@ -7,7 +7,7 @@ own way, as `built_with()`).
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 
 def default_stack_for(built_with: Mapping[str, str], *, ocr: bool = False) -> Any:
@@ -17,6 +17,16 @@ def default_stack_for(built_with: Mapping[str, str], *, ocr: bool = False) -> An
     from kira.models.stack import image_encoder_choice
 
     return load_default(image_encoder=image_encoder_choice(built_with.get("image")), **({"ocr": True} if ocr else {}))
+
+
+def recorded_identity(get_setting: Callable[[str], str | None]) -> dict[str, str]:
+    """Part -> model identity a knowledge base records under its ``model_identity`` setting (`get_setting(key)`
+    -> the stored JSON or None); knowledge bases from before identities were stored give the encoders' class
+    names (``models``). {} before the first image."""
+    stored = get_setting("model_identity")
+    if stored:
+        return dict(json.loads(stored))
+    return dict(json.loads(get_setting("models") or "{}"))
 
 
 def refuse_other_image_encoder(where: str, built: str, mine: str) -> None:
@@ -55,10 +65,7 @@ class RecordedModels(LoadsItsModels):
 
         Knowledge bases from before identities were stored give the encoders' class names.
         """
-        stored = self.store.get_meta("model_identity")
-        if stored:
-            return dict(json.loads(stored))
-        return dict(json.loads(self.store.get_meta("models", "{}") or "{}"))
+        return recorded_identity(self.store.get_meta)
 
     def check_models(self, stack: Any) -> None:
         """Raise ValueError when `stack`'s image encoder is not the one this knowledge base was built with.
@@ -90,4 +97,4 @@ class RecordedModels(LoadsItsModels):
                 self.store.set_meta("model_identity", json.dumps({**recorded, "ocr": mine["ocr"]}))
 
 
-__all__ = ["LoadsItsModels", "RecordedModels", "default_stack_for", "refuse_other_image_encoder"]
+__all__ = ["LoadsItsModels", "RecordedModels", "default_stack_for", "recorded_identity", "refuse_other_image_encoder"]

@@ -3,7 +3,7 @@
 `KnowledgeBaseLike` is everything `kira.Kira` and `kira serve` ask of a knowledge base;
 `StoreReads` is what they read through its ``store``. The embedded `KnowledgeBase`
 (SQLite + the core's indexes) satisfies both as it is; `MilvusKnowledgeBase`
-(kira.knowledge_base.milvus_kb) satisfies them over Milvus collections. A new backend
+(kira.knowledge_base.milvus.kb) satisfies them over Milvus collections. A new backend
 implements these and nothing else; tests/test_kb_protocols.py checks that every ``kb.<name>``
 the pipeline, reasoning and serve packages use is listed here.
 """

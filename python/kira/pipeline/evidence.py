@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.store import MAX_DESCRIPTION_CHARS
+from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
 from kira.reasoning.types import EvidenceItem
 
 

@@ -14,11 +14,11 @@ import re
 from typing import Iterable
 
 from kira.reasoning.sentences import has_value
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.tokens import content_tokens, stem
 
 CONSENSUS_SHARE = 0.7  # a word of a statement is kept when more than this share of its sources state it
 
-_PIECE = re.compile(r"(?:non-(?=[a-z]))?[a-z0-9]+(?:\.[0-9]+)?", re.I)  # "non-inverting" is one word (text_tokens.words)
+_PIECE = re.compile(r"(?:non-(?=[a-z]))?[a-z0-9]+(?:\.[0-9]+)?", re.I)  # "non-inverting" is one word (kira.text.tokens.words)
 _CLAUSE = re.compile(r"(?<=[,;])\s+")
 
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from kira.reasoning.sentences import GENERIC_QUESTION_WORDS
 from kira.reasoning.shown import Shown, asks_about_appearance, shown
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import EvidencePack
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from kira.profile import DomainProfile
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem
 
 METADATA_ID_SHARE = 0.2  # sentences with at least this share of identifier tokens are bookkeeping

@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.pieces import appearance_parts, describer_parts
+from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem
 
 APPEARANCE_WORDS = frozenset(
@@ -36,8 +37,6 @@ APPEARANCE_WORDS = frozenset(
 )
 """General English words that ask how an image looks (not what it shows)."""
 
-_FIELD_HEADS = ("tags:", "text:", "labels:")
-_LOCATION = re.compile(r"^(?:region|patch|document) at x \d+-\d+, y \d+-\d+ of \d+x\d+$")
 _NUMBER_IN_PARENS = re.compile(r"\s*\([^()]*\d[^()]*\)")
 _PERCENT = re.compile(r"\s*\b\d+(?:\.\d+)?%")
 
@@ -140,34 +139,6 @@ def appearance_words(part: str) -> str:
     return text[:1].lower() + text[1:] if text else ""
 
 
-def _describer_parts(summary: str, caption: str) -> tuple[str, list[str]]:
-    """(location, measurement parts) of a described image's `summary`: its ";" parts that are neither the
-    user's `caption`, a field (tags, text read, labels) nor its location, as written (figures kept)."""
-    location = ""
-    measured: list[str] = []
-    rest = summary.strip()
-    if caption and rest.startswith(caption.strip()):
-        rest = rest[len(caption.strip()):]
-    for part in (p.strip() for p in rest.split(";")):
-        if not part or part.lower().startswith(_FIELD_HEADS):
-            continue
-        if _LOCATION.match(part):
-            location = part
-            continue
-        if part.startswith(("text ", "tags ")) or part in (caption or ""):
-            continue
-        measured.append(part)
-    return location, measured
-
-
-def appearance_parts(summary: str, caption: str | None = None) -> list[str]:
-    """The parts of a knowledge base-described image's `summary` that only say how it looks: the describer's
-    brightness, colour, texture and salient-region measurements, as written (`shown` reads them as
-    `Shown.looks`, without figures). `caption`: the user's caption the summary starts with (None or "" when
-    none). Returns [] for a summary of nothing but caption, fields and location."""
-    return _describer_parts(summary, caption or "")[1]
-
-
 def shown(item: EvidenceItem) -> Shown:
     """Split `item` into what it shows and how it looks (module docstring)."""
     prov = item.provenance if isinstance(item.provenance, Mapping) else {}
@@ -180,7 +151,7 @@ def shown(item: EvidenceItem) -> Shown:
         return Shown(caption=(caption or "").strip(), passage=(passage or "").strip(), tags=_strings(prov.get("tags")),
                      metadata=dict(metadata), labels=_labels(prov.get("labels")),
                      text_read=_text_read(prov.get("text_read")), written=written)
-    location, measured = _describer_parts(item.summary, caption or "")
+    location, measured = describer_parts(item.summary, caption or "")
     looks = [words for words in map(appearance_words, measured) if words]
     return Shown(caption=(caption or "").strip(), passage=(passage or "").strip(), tags=_strings(prov.get("tags")),
                  metadata=dict(metadata), labels=_labels(prov.get("labels")),

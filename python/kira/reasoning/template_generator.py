@@ -48,7 +48,7 @@ from kira.reasoning.field_answer import item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
                                       vocabulary, without_values, witness)
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 from kira.reasoning.view_agreement import agreeing_views, asks_agreement
 

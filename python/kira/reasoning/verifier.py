@@ -12,7 +12,7 @@ markers; evidence text), P(e) the summary of e and each of its sentences / ";" p
 (`summary_pieces`: a claim restating one sentence of a long summary that also lists
 tags and measurable attributes is compared with that sentence), T(x) the content tokens of x (lower-cased words with
 stop-words and framing words like "shows"/"evidence" removed; see
-kira.reasoning.text_tokens), and stems(T(E)) the light-stemmed content tokens of all
+kira.text.tokens), and stems(T(E)) the light-stemmed content tokens of all
 cited summaries together. A(c, E) is a hard token alignment: the share of the claim's
 content tokens that some cited evidence token attends to (matches after stemming).
 A claim citing nothing, or only numbers absent from the pack, scores s_sim = s_attn = 0.
@@ -54,24 +54,14 @@ import numpy as np
 
 from kira.config import GroundingConfig
 from kira.models.protocols import TextEncoder
-from kira.reasoning.text_tokens import content_tokens, stem
+from kira.text.pieces import summary_pieces
+from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
 
-_PIECE = re.compile(r"(?<=[.;!?])\s+")
 FIELD_NAMES = frozenset("label labels tag tags caption captions text metadata description descriptions".split())
 """Names of evidence fields: a claim of nothing but these names a field and states nothing."""
-
-
-def summary_pieces(summary: str) -> list[str]:
-    """The texts a claim is compared with for s_sim: the whole summary and each of its sentences / ";" parts.
-
-    Parts with fewer than two content tokens are left out (they carry no statement).
-    """
-    parts = [p.strip() for p in _PIECE.split(summary) if len(content_tokens(p)) >= 2]
-    whole = summary.strip()
-    return [whole, *(p for p in parts if p != whole)] if whole else parts
 
 
 def fields_text(item: EvidenceItem) -> str:

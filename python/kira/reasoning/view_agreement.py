@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from kira.reasoning.text_tokens import words
+from kira.text.tokens import words
 from kira.reasoning.types import EvidenceItem
 
 AGREEMENT_WORDS = frozenset({"together", "agree", "agrees", "both", "concordant", "concur", "concurs"})

@@ -56,9 +56,9 @@ class ServeConfig:
             raise ValueError(f"queue_size must be >= 0; got {self.queue_size}")
         if self.role == "reader" and not self.read_only and not self.writer_uds:
             raise ValueError("a 'reader' process of a writable service needs writer_uds (the writer's socket)")
-        from kira.knowledge_base.milvus_kb import is_milvus_directory
+        from kira.knowledge_base.opening import is_knowledge_base, is_milvus_directory
 
-        if not (Path(self.kb_path) / "kira.sqlite").is_file() and not is_milvus_directory(self.kb_path):
+        if not is_knowledge_base(self.kb_path):
             raise ValueError(f"{self.kb_path} is not a kira knowledge base (no kira.sqlite, no Milvus Lite file); "
                              "build one with `kira ingest`")
         if self.role != "all" and is_milvus_directory(self.kb_path):

@@ -74,26 +74,9 @@ def load_models(models_dir: str | None, threads: int | None = None, kb_path: str
 def recorded_models(kb_path: str) -> dict[str, str]:
     """Part -> model identity the knowledge base at `kb_path` records ({} for an empty one). An embedded one:
     read from its database alone (its index files are not loaded twice); a Milvus one: opened read-only."""
-    from pathlib import Path
+    from kira.knowledge_base.opening import built_with
 
-    from kira.knowledge_base import KnowledgeBase
-
-    if (Path(kb_path) / "kira.sqlite").is_file():
-        from kira.knowledge_base.model_identity import RecordedModels
-        from kira.knowledge_base.store import Store
-
-        store = Store(Path(kb_path), read_only=True)
-        try:
-            reader = RecordedModels.__new__(RecordedModels)
-            reader.store = store  # built_with() reads the store's meta rows only
-            return dict(reader.built_with())
-        finally:
-            store.close()
-    kb = KnowledgeBase.open(kb_path, read_only=True)
-    try:
-        return dict(kb.built_with())
-    finally:
-        kb.close()
+    return built_with(kb_path)
 
 
 def json_safe(value: Any) -> Any:

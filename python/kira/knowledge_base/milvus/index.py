@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from kira.backends.milvus_schema import SPACES, MilvusCollection
+from kira.knowledge_base.milvus.schema import SPACES, MilvusCollection
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ SQLite runs in WAL mode, so any number of readers (threads or processes) see the
 committed state while one writer appends. The database is the source of truth: every
 chunk's vectors are stored here too, as float32 BLOBs, so the index files beside the
 database can always be verified and repaired from it without re-running a model
-(see `kira.knowledge_base.vectors`).
+(see `kira.knowledge_base.embedded.vectors`).
 
 Schema (version 4; version 3 lacked chunks.digest, version 2 also text_pieces, version 1 also
 the removal log and the two partial indexes)::
@@ -43,16 +43,14 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.store_reads import StoreReads, _space_column
-from kira.knowledge_base.store_schema import _MIGRATIONS, ChunkRow, DocumentRow, chunk_digest
+from kira.knowledge_base.embedded.store_reads import StoreReads, _space_column
+from kira.knowledge_base.embedded.store_schema import _MIGRATIONS, chunk_digest
+from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS, ChunkRow, DocumentRow
 
-__all__ = ["ChunkRow", "DB_NAME", "DocumentRow", "MAX_DESCRIPTION_CHARS", "SCHEMA_VERSION", "Store"]
+__all__ = ["DB_NAME", "SCHEMA_VERSION", "Store"]
 
 SCHEMA_VERSION = 4
 DB_NAME = "kira.sqlite"
-MAX_DESCRIPTION_CHARS = 8192
-"""A chunk description longer than this is cut when stored: a 10 MB caption made every ask
-that retrieved it take 40 s and 3.5 GB (tokenised, verified and quoted whole)."""
 
 def _blob(vector: np.ndarray | None) -> bytes | None:
     if vector is None:

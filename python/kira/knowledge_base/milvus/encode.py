@@ -1,7 +1,7 @@
 """Images -> `ChunkRecord`s for the Milvus backend: chunk, describe and encode a batch, with stable ids.
 
 This is the knowledge base's own batch path (kira.knowledge_base.batch_encode.encode_batch, through
-kira.backends.milvus_kb_writes.encode_items), with one difference a distributed writer needs:
+kira.knowledge_base.milvus.kb_writes.encode_items), with one difference a distributed writer needs:
 chunk ids do not come from a database counter but from the image's ordinal in the job,
 ``ordinal * CHUNKS_PER_IMAGE + index in its plan``, so every worker computes them alone and a
 retried job writes the same ids again (Milvus upserts replace them; nothing is duplicated).
@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kira.backends.milvus_writes import ChunkRecord
+from kira.knowledge_base.milvus.writes import ChunkRecord
 from kira.config import ChunkingConfig
 from kira.knowledge_base.chunker import LEVELS
 
@@ -49,10 +49,10 @@ def encode_images(stack: Any, items: Sequence[ImageItem], *, chunking: ChunkingC
     ModelStack): every chunk of every image as a `ChunkRecord` with both vectors.
 
     chunking / levels / caption_children: as the knowledge base's config (defaults: its defaults).
-    The chunks are `kira.backends.milvus_kb_writes.encode_items`'s (the Milvus knowledge base's
+    The chunks are `kira.knowledge_base.milvus.kb_writes.encode_items`'s (the Milvus knowledge base's
     own write path). Raises ValueError for an image with more chunks than `CHUNKS_PER_IMAGE` or a bad level.
     """
-    from kira.backends.milvus_kb_writes import encode_items
+    from kira.knowledge_base.milvus.kb_writes import encode_items
 
     batch = encode_items(stack, [{"doc_id": i.doc_id, "pixels": i.pixels, "caption": i.caption, "tags": tuple(i.tags),
                                   "metadata": dict(i.metadata)} for i in items],

@@ -3,7 +3,7 @@
 Milvus has no transactions, so a batch is written in an order that a crash can cut short:
 (1) a journal row ``pending:<first chunk id>`` in ``<name>__kb`` naming the batch's documents,
 (2) their chunks, (3) their ``doc:`` records, (4) the journal row deleted
-(`kira.backends.milvus_kb_writes.write_items`). A writer that dies between (2) and (3) leaves
+(`kira.knowledge_base.milvus.kb_writes.write_items`). A writer that dies between (2) and (3) leaves
 *orphans*: chunks of a document that has no record. The journal names them, so the next
 writer to open the knowledge base removes them before anything else (`recover`); `kira check`
 can look for them everywhere (`find_orphans(kb, everywhere=True)`) and remove them
@@ -38,7 +38,7 @@ def _without_record(kb: Any, doc_ids: Iterable[str]) -> list[str]:
 
 
 def _with_chunks(kb: Any, doc_ids: list[str]) -> list[str]:
-    from kira.backends.milvus_kb_store import quoted
+    from kira.knowledge_base.milvus.records import quoted
 
     if not doc_ids or kb._collection is None:
         return []
@@ -69,7 +69,7 @@ def remove_orphans(kb: Any, doc_ids: Iterable[str] | None = None) -> list[str]:
     """Delete the chunks of orphaned documents (`doc_ids`, default `find_orphans(kb, everywhere=True)`; an id
     that has a record is left alone) and the journal rows; returns the doc ids whose chunks were deleted.
     Raises ValueError on a read-only knowledge base."""
-    from kira.backends.milvus_writes import delete_documents
+    from kira.knowledge_base.milvus.writes import delete_documents
 
     kb._writable()
     journals = _journals(kb)

@@ -1,4 +1,4 @@
-"""`kira check` on a Milvus-backed knowledge base (`kira.knowledge_base.milvus_kb`).
+"""`kira check` on a Milvus-backed knowledge base (`kira.knowledge_base.milvus.kb`).
 
 What is checked:
 
@@ -10,7 +10,7 @@ What is checked:
    searches could return it, yet `remove()` cannot delete it. A record without its
    document-level chunk cannot be found by a search;
 4. every stored vector of a chunk that has one: finite and of unit norm, as kira writes
-   them (`kira.backends.milvus_writes`): anything else was written outside kira.
+   them (`kira.knowledge_base.milvus.writes`): anything else was written outside kira.
 
 Repair (`check_milvus(..., repair=True)`) deletes the orphan chunks, then checks again.
 Damaged vectors and records without chunks are not repairable from Milvus alone (it is the
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kira.knowledge_base.check import CheckReport
+from kira.knowledge_base.check_report import CheckReport
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def check_milvus(path_or_name: str | os.PathLike, *, repair: bool = False, uri: 
 
 
 def _open(path_or_name: str | os.PathLike, uri: str | None, token: str, *, read_only: bool) -> Any:
-    from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase
+    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
 
     return MilvusKnowledgeBase.open(path_or_name, None, uri=uri, token=token, read_only=read_only)
 
@@ -143,7 +143,7 @@ def _vector_problem(vector: Any) -> str | None:
 
 def _repair(path_or_name: str | os.PathLike, uri: str | None, token: str, report: CheckReport) -> None:
     """Delete the orphan chunks (what `_verify` reported), and publish the change to readers."""
-    from kira.backends.milvus_writes import delete_chunks
+    from kira.knowledge_base.milvus.writes import delete_chunks
 
     if not any(f.where == "chunks" for f in report.findings):
         return

@@ -2,7 +2,7 @@
 
 Each derived view the embedded knowledge base computes from SQLite comes from Milvus here:
 
-* ``index(space)`` -> `kira.backends.milvus_index.MilvusIndex` (searches run in Milvus);
+* ``index(space)`` -> `kira.knowledge_base.milvus.index.MilvusIndex` (searches run in Milvus);
 * ``level_ids`` -> a filter query ``level in [...]``; the array it returns, passed back as a
   search's ``allow``, becomes the filter ``level in [...]`` in Milvus (no id list is sent);
 * ``document_chunk_of`` -> the ``doc_chunk`` field, fetched for the ids asked about;
@@ -13,7 +13,7 @@ Each derived view the embedded knowledge base computes from SQLite comes from Mi
   runs in this process over what the searches return);
 * ``lexical`` -> kira's own BM25 index (`LexicalIndex`) over the document and passage rows
   queried from Milvus, so both backends rank alike; Milvus's own BM25 full-text search is
-  `kira.backends.milvus_view.MilvusLexical` (docs/scale.md says when to use which);
+  `kira.knowledge_base.milvus.collection_view.MilvusLexical` (docs/scale.md says when to use which);
 * ``bridge`` -> the text->image bridge fitted in this process on the captioned documents'
   vectors read from Milvus (not stored: each process fits it once per commit).
 Every view is cached until a write through this object, a commit, or a `refresh` that finds
@@ -75,7 +75,7 @@ class MilvusViews(CompoundQueries):
     def document_groups(self) -> Any:
         """`groups=` for a search of this knowledge base's indexes: at most n chunks per document (Milvus
         groups on ``doc_chunk``)."""
-        from kira.backends.milvus_view import DocumentGroups
+        from kira.knowledge_base.milvus.collection_view import DocumentGroups
 
         def build() -> Any:
             count = (lambda: self._collection.count()) if self._collection is not None else (lambda: 0)

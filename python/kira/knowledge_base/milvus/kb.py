@@ -6,10 +6,10 @@ knowledge base is the Milvus Lite file ``<name>/milvus.db`` in it (``KnowledgeBa
 finds it there). With a uri (``http://host:19530``, Zilliz Cloud, or another ``.db`` file),
 `name` is the knowledge base's collection name and nothing is kept in a local file: its
 KiraConfig, DomainProfile, models' identity, dimensions and generation are rows of the
-``<name>__kb`` collection (kira.backends.milvus_kb_store), so any process on any machine
+``<name>__kb`` collection (kira.knowledge_base.milvus.records), so any process on any machine
 opens it from the uri alone.
 
-Writes go to Milvus at once, batched and idempotent by chunk id (kira.backends.milvus_kb_writes);
+Writes go to Milvus at once, batched and idempotent by chunk id (kira.knowledge_base.milvus.kb_writes);
 `commit` flushes them and bumps the generation, which is what other processes' `refresh`
 looks at. Milvus has no transactions: `rollback` cannot undo writes already sent (it says so
 in the log). One writer at a time per knowledge base, as with the embedded backend (not
@@ -22,41 +22,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
 from kira.config import KiraConfig
 from kira.knowledge_base.chunker import LEVELS, levels_arg
 from kira.knowledge_base.kb_writing import Writing
-from kira.knowledge_base.milvus_kb_views import MilvusViews
+from kira.knowledge_base.milvus.views import MilvusViews
+from kira.knowledge_base.milvus.location import LITE_FILE, target
 from kira.knowledge_base.model_identity import LoadsItsModels
 
 log = logging.getLogger(__name__)
-LITE_FILE = "milvus.db"  # the Milvus Lite file of a knowledge base kept in a local directory
-LOCAL_COLLECTION = "kira"
 FORMAT = 1
-
-
-def collection_name(name: str) -> str:
-    """A Milvus collection name for knowledge base `name`: letters, digits and '_' (others become '_')."""
-    slug = re.sub(r"[^A-Za-z0-9_]", "_", str(name))
-    if not slug or not (slug[0].isalpha() or slug[0] == "_"):
-        slug = f"kb_{slug}"
-    return slug[:200]
-
-
-def target(path_or_name: str | os.PathLike, uri: str | None) -> tuple[str, str, Path | None]:
-    """(uri, collection, local directory or None) of a Milvus-backed knowledge base (module docstring)."""
-    if uri is None:
-        path = Path(path_or_name)
-        return str(path / LITE_FILE), LOCAL_COLLECTION, path
-    return str(uri), collection_name(Path(os.fspath(path_or_name)).name or os.fspath(path_or_name)), None
-
-
-def is_milvus_directory(path: str | os.PathLike) -> bool:
-    """Whether `path` is a local directory holding a Milvus Lite knowledge base."""
-    return (Path(path) / LITE_FILE).exists() and not (Path(path) / "kira.sqlite").exists()
 
 
 class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
@@ -67,7 +44,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
 
     def __init__(self, uri: str, name: str, client: Any, models: Any, *, path: Path | None, token: str,
                  read_only: bool) -> None:
-        from kira.backends.milvus_kb_store import KbRecords, MilvusStore
+        from kira.knowledge_base.milvus.records import KbRecords, MilvusStore
 
         self.uri, self.name, self.token = uri, name, token
         self.path = path if path is not None else Path(name)
@@ -100,7 +77,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         ImportError naming ``kira[milvus]`` without pymilvus / milvus-lite, ConnectionError
         naming the uri where no Milvus answers there.
         """
-        from kira.backends.milvus_schema import close_client, connect
+        from kira.knowledge_base.milvus.schema import close_client, connect
         from kira.profile import as_profile
 
         profile = as_profile(profile)
@@ -135,12 +112,12 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
     def exists(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
         """Whether a knowledge base of this name is at `uri` (or, without one, in the directory). Raises what
         connecting raises (ConnectionError naming the uri, ImportError naming ``kira[milvus]``)."""
-        from kira.backends.milvus_kb_store import KbRecords
-        from kira.backends.milvus_schema import close_client, connect
+        from kira.knowledge_base.milvus.records import KbRecords
+        from kira.knowledge_base.milvus.schema import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
-            return is_milvus_directory(local)
+            return (local / LITE_FILE).exists()
         client = connect(uri, token)
         try:
             return KbRecords(client, name).exists()
@@ -154,7 +131,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         where there is no such knowledge base, where its collection's schema or dimensions differ from its
         stored settings, or where `models` encodes with other models than it was built with;
         ConnectionError naming the uri where no Milvus answers; ImportError naming ``kira[milvus]``."""
-        from kira.backends.milvus_schema import close_client, connect
+        from kira.knowledge_base.milvus.schema import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None and not (local / LITE_FILE).exists():
@@ -174,9 +151,9 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
                 kb.check_models(models)
                 kb._check_dims(models)
             kb._seen_generation = kb.store.generation()
-            from kira.backends.milvus_orphans import recover
+            from kira.knowledge_base.milvus.orphans import recover
 
-            recover(kb)  # chunks a stopped writer left without a document record (kira.backends.milvus_orphans)
+            recover(kb)  # chunks a stopped writer left without a document record (kira.knowledge_base.milvus.orphans)
         except BaseException:
             close_client(client)
             raise
@@ -203,15 +180,15 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
                              f"({exc})") from None
 
     def _milvus_config(self, dims: dict[str, int]) -> Any:
-        from kira.backends.milvus_schema import MilvusConfig
+        from kira.knowledge_base.milvus.schema import MilvusConfig
 
         return MilvusConfig(uri=self.uri, collection=self.name, visual_dim=int(dims["visual"]),
                             text_dim=int(dims["text"]), token=self.token,
                             index="HNSW" if self.settings.get("index") == "hnsw" else "FLAT")
 
     def _attach_chunks(self) -> None:
-        from kira.backends.milvus_index import MilvusIndex
-        from kira.backends.milvus_schema import MilvusCollection
+        from kira.knowledge_base.milvus.index import MilvusIndex
+        from kira.knowledge_base.milvus.schema import MilvusCollection
 
         dims = json.loads(self._setting("dims", "null") or "null")
         if not dims:
@@ -266,7 +243,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         stack = self.models
         if self._collection is None:
             dims = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
-            from kira.backends.milvus_schema import MilvusCollection
+            from kira.knowledge_base.milvus.schema import MilvusCollection
 
             MilvusCollection.attach(self._client, self._milvus_config(dims), create=True)
             identity = stack.identity() if hasattr(stack, "identity") else {
@@ -286,9 +263,9 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
             raise ValueError(f"{self.name} is closed; open it again with KnowledgeBase.open")
 
     def _add_images(self, items: list[dict[str, Any]]) -> list[str]:
-        """Encode and store a batch (`kira.backends.milvus_kb_writes.add_items`); a duplicate doc id ->
+        """Encode and store a batch (`kira.knowledge_base.milvus.kb_writes.add_items`); a duplicate doc id ->
         ValueError, nothing written."""
-        from kira.backends.milvus_kb_writes import add_items
+        from kira.knowledge_base.milvus.kb_writes import add_items
 
         self._writable()
         add_items(self, self._ensure_chunks(), items)
@@ -299,8 +276,8 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
     def remove(self, doc_id: str) -> None:
         """Remove a document and all its chunks (a cascade in Milvus: every chunk with its ``doc_id``), also
         chunks a stopped writer left without the document's record. Unknown id -> ValueError."""
-        from kira.backends.milvus_orphans import orphaned
-        from kira.backends.milvus_writes import delete_documents
+        from kira.knowledge_base.milvus.orphans import orphaned
+        from kira.knowledge_base.milvus.writes import delete_documents
 
         self._writable()
         if not self.store.has_document(doc_id) and not orphaned(self, [doc_id]):
@@ -352,7 +329,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         releases the file, so another process can open the knowledge base next. Safe to call twice."""
         if self._records is None:
             return
-        from kira.backends.milvus_schema import close_client
+        from kira.knowledge_base.milvus.schema import close_client
 
         try:
             if not self.read_only:
@@ -369,7 +346,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         for name in (self.name, f"{self.name}__meta", self._records.name):
             if self._client.has_collection(name):
                 self._client.drop_collection(name)
-        from kira.backends.milvus_schema import close_client
+        from kira.knowledge_base.milvus.schema import close_client
 
         close_client(self._client)  # closed: nothing is left to commit to
         self._records, self._collection, self._indexes = None, None, {}

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from kira.knowledge_base.store import Store
+from kira.knowledge_base.embedded.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -359,7 +359,7 @@ class MilvusCollection:
 
     def __init__(self, client: Any, config: MilvusConfig) -> None:
         self.client, self.config = client, config
-        self.generation = 0  # bumped by every write through this object (kira.backends.milvus_writes)
+        self.generation = 0  # bumped by every write through this object (kira.knowledge_base.milvus.writes)
 
     @property
     def name(self) -> str:

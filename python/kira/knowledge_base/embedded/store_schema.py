@@ -10,8 +10,6 @@ them, with their sentence vectors, written with the chunks and deleted with thei
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,7 +74,7 @@ _SCHEMA_V2 = (
     "BEGIN INSERT INTO removed_chunks(id) VALUES (old.id); END",
 )
 
-# Version 3: the text pieces of every chunk description (`kira.reasoning.verifier.summary_pieces`:
+# Version 3: the text pieces of every chunk description (`kira.text.pieces.summary_pieces`:
 # the whole description and each sentence / ";" part) with their raw text-encoder vectors, so that
 # verifying an answer encodes the claims only, not the evidence (1.1 s of a cold ask on 9.7k
 # chunks). Keyed by (document, text): the caption's sentences and the tags, which every chunk of
@@ -102,31 +100,6 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: _SCHEMA_V3,
     4: _SCHEMA_V4,
 }
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    """One stored chunk (vectors not included; fetch them with `Store.vectors`)."""
-
-    id: int
-    doc_id: str
-    level: str
-    parent_id: int | None
-    box: tuple[int, int, int, int] | None
-    description: str
-
-
-@dataclass(frozen=True)
-class DocumentRow:
-    """One stored document."""
-
-    doc_id: str
-    source: str | None
-    caption: str | None
-    width: int
-    height: int
-    metadata: dict[str, Any]
-    tags: tuple[str, ...]
 
 
 def chunk_digest(visual: bytes | None, text: bytes | None) -> bytes:

@@ -1,6 +1,6 @@
 """Read queries of the knowledge base's database (a part of `Store`).
 
-`StoreReads` is a mixin of `kira.knowledge_base.store.Store`: stored vectors (decoded,
+`StoreReads` is a mixin of `kira.knowledge_base.embedded.store.Store`: stored vectors (decoded,
 validated, in batches), chunk and document rows, thumbnails, provenance, groups, and the
 rows the derived views read. Every SQL statement kira runs lives in the store.
 """
@@ -13,7 +13,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.store_schema import ChunkRow, DocumentRow, space_digest
+from kira.knowledge_base.embedded.store_schema import space_digest
+from kira.knowledge_base.rows import ChunkRow, DocumentRow
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)

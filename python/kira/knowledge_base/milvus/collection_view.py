@@ -15,9 +15,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from kira.backends.milvus_index import MilvusIndex, lexical_search
-from kira.backends.milvus_schema import SPACES, MilvusCollection
-from kira.backends.milvus_writes import ChunkRecord, upsert_chunks
+from kira.knowledge_base.milvus.index import MilvusIndex, lexical_search
+from kira.knowledge_base.milvus.schema import SPACES, MilvusCollection
+from kira.knowledge_base.milvus.writes import ChunkRecord, upsert_chunks
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from kira.backends.milvus_schema import MAX_DESCRIPTION, MAX_GROUPS, MAX_TAGS, MilvusCollection
+from kira.knowledge_base.milvus.schema import MAX_DESCRIPTION, MAX_GROUPS, MAX_TAGS, MilvusCollection
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def _meta_name(collection: MilvusCollection) -> str:
 
 
 def reserve_ordinals(collection: MilvusCollection, n: int) -> int:
-    """Reserve `n` image ordinals (chunk id ranges, kira.backends.milvus_encode.chunk_id) for one ingest job;
+    """Reserve `n` image ordinals (chunk id ranges, kira.knowledge_base.milvus.encode.chunk_id) for one ingest job;
     returns the first. Kept in a small ``<collection>__meta`` collection. One ingest job at a time per
     knowledge base (as the local store has one writer): two drivers reserving at once may overlap."""
     pm = __import__("pymilvus")

@@ -1,13 +1,13 @@
 """`kira ingest KB SOURCE --engine ray`: a Ray Data job that fills a Milvus-backed knowledge base.
 
-The driver lists the images as the local ingest does (`kira.backends.ray_ingest.list_sources`:
+The driver lists the images as the local ingest does (`kira.ray_ingest.sources.list_sources`:
 a local folder or any pyarrow filesystem uri; the same doc ids, in the same order), leaves out
 documents already stored (as the local ingest skips them), reserves the chunk-id ranges of the
 rest, and streams them through `map_batches` to an actor pool sized from the CPUs Ray reports.
 Each actor loads the model stack and a Milvus client once; per batch it decodes the images,
 reads their captions (the ``captions`` mapping, or ``<stem>.txt`` beside each image, as the
 local ingest reads them), and writes them with the knowledge base's own write path
-(`kira.backends.milvus_kb_writes.encode_items` / `write_items`), so a Ray ingest stores the same
+(`kira.knowledge_base.milvus.kb_writes.encode_items` / `write_items`), so a Ray ingest stores the same
 chunk ids, vectors and documents as `KnowledgeBase.ingest` on the same files. Only a status row
 per image comes back (bounded memory); the driver shows a progress bar and returns the local
 ingest's `IngestSummary`, skipped files with reasons.
@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from kira.backends.ray_ingest import _lite_server_uri, _read_image, actor_pool_size, list_sources, require_ray
-from kira.backends.ray_runtime import start_ray, stop_ray
+from kira.ray_ingest.sources import _lite_server_uri, _read_image, actor_pool_size, list_sources, require_ray
+from kira.ray_ingest.runtime import start_ray, stop_ray
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,8 @@ class KbEncodeAndWrite:
     """Ray actor: the model stack and a Milvus client, loaded once; encodes and writes batches of images."""
 
     def __init__(self, target: dict[str, Any], options: dict[str, Any]) -> None:
-        from kira.backends.milvus_kb_store import KbRecords
-        from kira.backends.milvus_schema import MilvusCollection, MilvusConfig, connect
+        from kira.knowledge_base.milvus.records import KbRecords
+        from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig, connect
         from kira.config import ChunkingConfig
         from kira.models import load_default
 
@@ -81,7 +81,7 @@ class KbEncodeAndWrite:
         self.node = _node_id()  # which Ray node this actor runs on (the driver counts them)
 
     def _write(self, items: list[dict[str, Any]], ordinals: list[int]) -> dict[str, int]:
-        from kira.backends.milvus_kb_writes import encode_items, write_items
+        from kira.knowledge_base.milvus.kb_writes import encode_items, write_items
 
         batch = encode_items(self.stack, items, ordinals, chunking=self.chunking, levels=self.levels,
                              caption_children=self.caption_children, pieces=self.pieces, patch_pieces=self.patch_pieces)
@@ -157,7 +157,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}")
     ray = require_ray()
-    from kira.backends.milvus_writes import reserve_ordinals
+    from kira.knowledge_base.milvus.writes import reserve_ordinals
 
     listed = list_sources(source, follow_links=follow_links)
     summary = IngestSummary(found=len(listed))

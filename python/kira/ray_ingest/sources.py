@@ -4,7 +4,7 @@ The driver lists the images (a local folder, or any path pyarrow's filesystems r
 ``s3://``, ``gs://``, ``hdfs://``, ``file://``), reserves their chunk-id ranges and streams
 them through `map_batches` to a pool of actors. Each actor loads the model stack once
 (`kira.models.load_default()`), and per batch decodes, chunks, describes and encodes the
-images (`kira.backends.milvus_encode.encode_images`, the knowledge base's own batch path)
+images (`kira.knowledge_base.milvus.encode.encode_images`, the knowledge base's own batch path)
 and writes the chunks to Milvus itself (`replace_documents`: upserts by chunk id). Only a
 small status row per image comes back to the driver, so memory stays bounded whatever the
 corpus size (Ray Data's streaming executor; nothing is materialised).
@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from kira.backends.milvus_schema import MilvusCollection, MilvusConfig
-from kira.backends.ray_runtime import start_ray, stop_ray
+from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
+from kira.ray_ingest.runtime import start_ray, stop_ray
 
 log = logging.getLogger(__name__)
 
@@ -164,14 +164,14 @@ class EncodeAndWrite:
         self.tags, self.metadata = options["tags"], options["metadata"]
 
     def _encode(self, items: list[Any]) -> list[Any]:
-        from kira.backends.milvus_encode import encode_images
+        from kira.knowledge_base.milvus.encode import encode_images
 
         return encode_images(self.stack, items, chunking=self.chunking, levels=self.levels,
                              caption_children=self.caption_children)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from kira.backends.milvus_encode import ImageItem
-        from kira.backends.milvus_writes import replace_documents
+        from kira.knowledge_base.milvus.encode import ImageItem
+        from kira.knowledge_base.milvus.writes import replace_documents
         from kira.images import ImageError
 
         status: dict[str, tuple[str, str, int]] = {}
@@ -260,8 +260,8 @@ def ingest_ray(
     ray = require_ray()
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1; got {batch_size}")
-    from kira.backends.milvus_encode import encode_images  # noqa: F401  (imports the model side early: fail fast)
-    from kira.backends.milvus_writes import reserve_ordinals
+    from kira.knowledge_base.milvus.encode import encode_images  # noqa: F401  (imports the model side early: fail fast)
+    from kira.knowledge_base.milvus.writes import reserve_ordinals
     from kira.config import ChunkingConfig
 
     started = time.perf_counter()

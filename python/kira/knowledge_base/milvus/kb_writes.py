@@ -4,14 +4,14 @@
 doc id, caption, tags, metadata, source, sequence, view, passages) to what Milvus stores:
 `kira.knowledge_base.batch_encode.encode_batch` (the embedded knowledge base's own chunking,
 describing and encoding), chunk ids from the images' ordinals
-(`kira.backends.milvus_encode.chunk_id`), each document's record (source, caption, size,
+(`kira.knowledge_base.milvus.encode.chunk_id`), each document's record (source, caption, size,
 metadata, tags, provenance as the embedded store writes it) and thumbnail. The knowledge
 base's `add_image` / `ingest` and a Ray ingest actor both call it, so both write the same
 rows for the same image and ordinal. `write_items` stores a batch: a journal row naming its
 documents, chunks (upserts by chunk id, a document's older chunks deleted), the document
 records, then the journal row deleted: a document is listed only once its chunks are in, a
 retried batch duplicates nothing, and chunks a crash leaves without a record are removed by
-the next writer (kira.backends.milvus_orphans).
+the next writer (kira.knowledge_base.milvus.orphans).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from kira.backends.milvus_encode import CHUNKS_PER_IMAGE, chunk_id
-from kira.backends.milvus_kb_store import KbRecords, document_value, piece_value, thumbnail_value
-from kira.backends.milvus_schema import MilvusCollection
-from kira.backends.milvus_writes import ChunkRecord, replace_documents
+from kira.knowledge_base.milvus.encode import CHUNKS_PER_IMAGE, chunk_id
+from kira.knowledge_base.milvus.records import KbRecords, document_value, piece_value, thumbnail_value
+from kira.knowledge_base.milvus.schema import MilvusCollection
+from kira.knowledge_base.milvus.writes import ChunkRecord, replace_documents
 from kira.knowledge_base.inputs import group_arg
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def encode_items(stack: Any, items: Sequence[Mapping[str, Any]], ordinals: Seque
 def write_items(collection: MilvusCollection, records: KbRecords, batch: KbBatch) -> int:
     """Store `batch`: its chunks (replacing any earlier chunks of its documents), then its document
     records. Returns the chunk rows written."""
-    from kira.backends.milvus_orphans import journal_key
+    from kira.knowledge_base.milvus.orphans import journal_key
 
     records.check(batch.documents)  # a document record Milvus would refuse fails the batch before any chunk is written
     journal = journal_key(min(r.id for r in batch.records)) if batch.records else None
@@ -152,7 +152,7 @@ def add_items(kb: Any, collection: MilvusCollection, items: Sequence[Mapping[str
     """`MilvusKnowledgeBase._add_images`: refuse a doc id stored or repeated (ValueError, nothing written), encode
     the batch with the knowledge base's settings, reserve its ordinals (only once it encoded: no ids wasted on
     errors) and write it."""
-    from kira.backends.milvus_writes import reserve_ordinals
+    from kira.knowledge_base.milvus.writes import reserve_ordinals
 
     seen: set[str] = set()
     stored = kb._records.get([f"doc:{item['doc_id']}" for item in items])  # one round trip for the batch

@@ -2,7 +2,7 @@
 
 A knowledge base on Milvus is two collections at one uri (no local file):
 
-* ``<name>`` — every chunk (kira.backends.milvus_schema): created at the first write, when the
+* ``<name>`` — every chunk (kira.knowledge_base.milvus.schema): created at the first write, when the
   model stack (and so the dimensions) is known;
 * ``<name>__kb`` — small key/value rows (`KbRecords`): ``setting:<key>`` (the KiraConfig, the
   DomainProfile, the models' identity, the dimensions, levels, index kind, generation) and
@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kira.backends.milvus_schema import MAX_NAME, require_pymilvus
+from kira.knowledge_base.milvus.schema import MAX_NAME, require_pymilvus
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class MilvusStore:
 
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, Any]:
         """Rows (`ChunkRow`) of the given chunk ids (unknown ids are absent)."""
-        from kira.knowledge_base.store_schema import ChunkRow
+        from kira.knowledge_base.rows import ChunkRow
 
         out = {}
         for r in self.query_ids(ids, ["doc_id", "level", "parent", "box", "description"]):
@@ -232,7 +232,7 @@ class MilvusStore:
 
     def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, Any]:
         """Rows (`DocumentRow`) of the given documents (all when None), by doc id."""
-        from kira.knowledge_base.store_schema import DocumentRow
+        from kira.knowledge_base.rows import DocumentRow
 
         return {d: DocumentRow(d, v["source"], v["caption"], int(v["width"]), int(v["height"]), dict(v["metadata"]),
                                tuple(v["tags"])) for d, v in self._documents(doc_ids).items()}
@@ -268,7 +268,7 @@ class MilvusStore:
 
     def count_documents(self) -> int:
         """Documents stored: a count of document records (one query, whatever the size), so chunks a stopped
-        writer left without a record (kira.backends.milvus_orphans) are not counted."""
+        writer left without a record (kira.knowledge_base.milvus.orphans) are not counted."""
         rows = self.records.client.query(self.records.name, filter='key like "doc:%"', output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 

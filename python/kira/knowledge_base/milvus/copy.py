@@ -1,6 +1,6 @@
 """Copy an embedded knowledge base into Milvus: the move from one machine to a shared Milvus.
 
-`copy_to_milvus` creates a Milvus-backed knowledge base (kira.knowledge_base.milvus_kb) holding
+`copy_to_milvus` creates a Milvus-backed knowledge base (kira.knowledge_base.milvus.kb) holding
 everything the embedded one holds: its config, profile, levels, index kind and models' identity;
 every chunk under the same id, with its vectors (as the embedded indexes hold them), fields,
 tags, metadata and group memberships; every document's record, provenance and thumbnail. Nothing
@@ -27,11 +27,11 @@ def copy_to_milvus(kb: Any, path_or_name: str | os.PathLike, *, uri: str | None 
     the Milvus backend has no adapter yet), one that is not embedded, or a target that exists; what
     creating a Milvus knowledge base raises (ImportError naming ``kira[milvus]``, ConnectionError naming the uri).
     """
-    from kira.backends.milvus_encode import CHUNKS_PER_IMAGE
-    from kira.backends.milvus_kb_store import document_value, thumbnail_value
-    from kira.backends.milvus_view import knowledge_base_records
-    from kira.backends.milvus_writes import reserve_ordinals, upsert_chunks
-    from kira.knowledge_base.milvus_kb import MilvusKnowledgeBase
+    from kira.knowledge_base.milvus.encode import CHUNKS_PER_IMAGE
+    from kira.knowledge_base.milvus.records import document_value, thumbnail_value
+    from kira.knowledge_base.milvus.collection_view import knowledge_base_records
+    from kira.knowledge_base.milvus.writes import reserve_ordinals, upsert_chunks
+    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
 
     if getattr(kb, "backend", "embedded") != "embedded" or not hasattr(kb, "vectors"):
         raise ValueError(f"{kb!r} is not an embedded knowledge base; copy_to_milvus copies one into Milvus")
@@ -44,7 +44,7 @@ def copy_to_milvus(kb: Any, path_or_name: str | os.PathLike, *, uri: str | None 
                                         caption_children=kb.caption_children, profile=kb.profile)
     try:
         if kb.vectors is not None:
-            from kira.backends.milvus_schema import MilvusCollection
+            from kira.knowledge_base.milvus.schema import MilvusCollection
 
             dims = dict(kb.vectors.dims)
             MilvusCollection.attach(target._client, target._milvus_config(dims), create=True)
