@@ -11,7 +11,7 @@ doc id) and each document's multiview set.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -71,6 +71,12 @@ def _compound_documents(groups: Sequence[tuple[str, str, Sequence[str]]]) -> dic
 class CompoundQueries:
     """The compound-group questions a knowledge base answers, all from its `compounds()` (a
     `CompoundIndex` per commit); mixed into the embedded and the Milvus knowledge bases."""
+
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
+        """A `CompoundIndex` holding at least every group these documents (doc ids, or document chunk ids) reach:
+        what a query reads about its hits. Here the whole index of this commit; the Milvus knowledge base
+        fetches just those groups (kira.knowledge_base.milvus.compounds)."""
+        return self.compounds()
 
     def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
         """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""

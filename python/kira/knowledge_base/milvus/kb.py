@@ -33,7 +33,7 @@ from kira.knowledge_base.milvus.location import LITE_FILE, target
 from kira.knowledge_base.model_identity import LoadsItsModels
 
 log = logging.getLogger(__name__)
-FORMAT = 1
+FORMAT = 2  # 2: chunks store kira's terms and name words, the bridge is stored at commit (milvus.lexical, stored_views)
 
 
 class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
@@ -64,6 +64,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         self._seen_generation = 0
         self._changed = False  # written since the last generation bump
         self._unflushed = False  # written since the last flush
+        self._documents_changed = False  # documents added or removed since the bridge was last stored
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
@@ -268,8 +269,9 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         from kira.knowledge_base.milvus.kb_writes import add_items
 
         self._writable()
-        add_items(self, self._ensure_chunks(), items)
-        self._changed = self._unflushed = True
+        with self._writing("adding images to"):
+            add_items(self, self._ensure_chunks(), items)
+        self._changed = self._unflushed = self._documents_changed = True
         self._caches.clear()
         return [item["doc_id"] for item in items]
 
@@ -282,16 +284,17 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         self._writable()
         if not self.store.has_document(doc_id) and not orphaned(self, [doc_id]):
             raise ValueError(f"no document {doc_id!r} in the knowledge base")
-        if self._collection is not None:
-            delete_documents(self._collection, [doc_id])
-        self._records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
-        self._changed = self._unflushed = True
+        with self._writing("removing a document from"):
+            if self._collection is not None:
+                delete_documents(self._collection, [doc_id])
+            self._records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
+        self._changed = self._unflushed = self._documents_changed = True
         self._caches.clear()
 
     def note_external_writes(self) -> None:
         """Say that other clients (a Ray ingest's actors) wrote to this knowledge base: the next `commit`
         flushes and publishes their writes too."""
-        self._changed = self._unflushed = True
+        self._changed = self._unflushed = self._documents_changed = True
 
     def commit(self, *, checkpoint: bool | None = None) -> int:
         """Flush the writes sent since the last flush (Milvus seals them into indexed segments) and, where
@@ -299,10 +302,25 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         returns the generation. With nothing written it writes nothing. `checkpoint` is accepted for the
         embedded knowledge base's signature (Milvus keeps its own files)."""
         self._writable()
-        if self._unflushed and self._collection is not None:
-            self._collection.flush()
-        self._unflushed = False
-        return self.commit_database()
+        with self._writing("committing"):
+            if self._unflushed and self._collection is not None:
+                self._collection.flush()
+            self._unflushed = False
+            if self._documents_changed and self._collection is not None and self._models is not None \
+                    and getattr(self._models, "image_text", None) is None:
+                from kira.knowledge_base.milvus.stored_views import refresh_bridge
+
+                refresh_bridge(self)  # stored with the knowledge base: readers load it, never refit it
+                self._changed = True
+            self._documents_changed = False
+            return self.commit_database()
+
+    def _writing(self, doing: str) -> Any:
+        """A context that turns "the server stopped answering" into one `MilvusUnavailable` naming what is kept
+        (kira.knowledge_base.milvus.faults)."""
+        from kira.knowledge_base.milvus.faults import writing_to
+
+        return writing_to(self.uri, self.name, self._seen_generation, doing)
 
     def commit_database(self) -> int:
         """Publish what changed: bump the generation (no flush; `ingest` calls this per batch and `commit`
@@ -310,9 +328,10 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
         self._writable()
         if not self._changed:
             return self._seen_generation
-        generation = self.store.generation() + 1
-        self._records.put({"setting:generation": str(generation)})
-        self._records.client.flush(self._records.name)
+        with self._writing("committing"):
+            generation = self.store.generation() + 1
+            self._records.put({"setting:generation": str(generation)})
+            self._records.client.flush(self._records.name)
         self._seen_generation = generation
         self._changed = False
         self._caches.clear()
@@ -343,7 +362,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
     def drop(self) -> None:
         """Delete the knowledge base from Milvus (its chunk, settings and ordinal collections)."""
         self._writable()
-        for name in (self.name, f"{self.name}__meta", self._records.name):
+        for name in (self.name, f"{self.name}__meta", f"{self.name}__terms", self._records.name):
             if self._client.has_collection(name):
                 self._client.drop_collection(name)
         from kira.knowledge_base.milvus.schema import close_client

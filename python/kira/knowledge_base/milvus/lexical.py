@@ -1,21 +1,24 @@
 """Lexical search and names on a Milvus knowledge base, answered by Milvus: nothing is read whole.
 
-A knowledge base of format 2 stores two analysed text fields with each chunk (kira.knowledge_base.
-milvus.schema), written by `lexical_field` and `names_field` when the chunk is written:
+A knowledge base of format 2 keeps, beside its chunk collection, ``<collection>__terms``: one row per
+document and passage chunk (the chunks kira's lexical index holds), under the chunk's id, written
+with the chunk (kira.knowledge_base.milvus.writes calls `upsert_terms` / `delete_terms`):
 
 * ``lexical``: the terms kira's own BM25 index gives the chunk (`kira.knowledge_base.lexical.
   lexical_terms` of its description, doc id and metadata values: lower-cased, stop words out, lightly
   stemmed, negated terms marked), as words Milvus's standard analyzer keeps whole ("not:crack" is
   stored "not_crack", the date "2021-04-09" "2021_04_09"). A BM25 function derives its sparse vector
-  (``lexical_bm25``), so `MilvusLexical.search` is kira's BM25 (k1 1.2, b 0.75, the same idf) run by
-  Milvus over kira's terms; only document and passage chunks hold terms, as in the embedded index.
+  (``lexical_bm25``, k1 1.2 and b 0.75 as kira's), so `MilvusLexical.search` is kira's BM25 run by
+  Milvus over kira's terms. The rows live apart from the chunk collection because BM25's document
+  count and average length are the collection's: region and patch chunks (22 of 23 chunks of a photo)
+  would count as empty documents there.
 * ``names``: the words a question may name the chunk's document by (`kira.knowledge_base.identifiers.
-  name_words` of its doc id, group ids and single-token metadata values), on document chunks only;
+  name_words` of its doc id, group ids and single-token metadata values), on document chunks;
   `MilvusLexical.named` finds each question word's documents with ``text_match``.
 
-`specificity` (the question's largest normalised idf) counts each term's documents with
-``text_match`` too. Per question this costs one BM25 search plus one count per distinct term; the
-kira process holds no index, so opening and the first ask do not grow with the collection.
+`specificity` (the question's largest normalised idf) counts each term's rows with ``text_match``.
+Per question this costs one BM25 search plus one count per distinct term; the kira process holds no
+index, so opening and the first ask do not grow with the collection.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from kira.knowledge_base.identifiers import MAX_DOCUMENT_SHARE, name_words
-from kira.knowledge_base.lexical import QUERY_FRAME_WORDS, LexicalHits, lexical_terms
+from kira.knowledge_base.lexical import BM25_B, BM25_K1, QUERY_FRAME_WORDS, LexicalHits, lexical_terms
 
 MAX_TERMS_CHARS = 65_535  # Milvus's VARCHAR limit, in bytes: the analysed fields are cut to it
 MAX_LEXICAL_CHARS = 20_000  # as kira.knowledge_base.kb_views: description and metadata each
@@ -70,11 +73,67 @@ def names_field(level: str, doc_id: str, group_keys: Iterable[str], metadata: Ma
     return _fit(sorted({stored_word(w) for t in texts for w in name_words(t)}))
 
 
+def create_terms_collection(client: Any, name: str) -> None:
+    """Create the terms collection `name` (module docstring): id, doc_id, level, ``lexical`` with its BM25
+    vector, ``names``."""
+    from kira.knowledge_base.milvus.schema import MAX_NAME, require_pymilvus
+
+    pm = require_pymilvus()
+    dt = pm.DataType
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                  description="kira's BM25 terms and name words of document and passage chunks")
+    schema.add_field("id", dt.INT64, is_primary=True)  # the chunk id
+    schema.add_field("doc_id", dt.VARCHAR, max_length=MAX_NAME)
+    schema.add_field("level", dt.VARCHAR, max_length=16)
+    schema.add_field("lexical", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
+    schema.add_field("lexical_bm25", dt.SPARSE_FLOAT_VECTOR)
+    schema.add_field("names", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
+    schema.add_function(pm.Function(name="lexical_bm25_fn", function_type=pm.FunctionType.BM25,
+                                    input_field_names=["lexical"], output_field_names=["lexical_bm25"]))
+    params = client.prepare_index_params()
+    # one JSON "params" entry, as kira.knowledge_base.milvus.schema sends its knobs (Milvus Lite 3.2 ignores
+    # knobs sent as keys of their own, and its default k1 is 1.5)
+    params.add_index(field_name="lexical_bm25", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
+                     params={"params": {"bm25_k1": BM25_K1, "bm25_b": BM25_B}})
+    client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+
+
+def terms_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The terms rows of chunk rows (kira.knowledge_base.milvus.writes.to_row): document and passage chunks."""
+    return [{"id": int(r["id"]), "doc_id": r["doc_id"], "level": r["level"],
+             "lexical": lexical_field(r["level"], r["description"], r["doc_id"], r["metadata"]),
+             "names": names_field(r["level"], r["doc_id"], r["groups"], r["metadata"])}
+            for r in rows if r["level"] in INDEXED_LEVELS]
+
+
+def upsert_terms(collection: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write the terms rows of these chunk rows (nothing for a collection without terms, format 1)."""
+    if not collection.config.kira_terms:
+        return
+    terms = terms_rows(rows)
+    if terms:
+        from kira.knowledge_base.milvus.schema import terms_name
+
+        collection.client.upsert(terms_name(collection.name), terms, timeout=collection.config.timeout)
+
+
+def delete_terms(collection: Any, filter: str = "", *, ids: Sequence[int] = ()) -> None:
+    """Delete terms rows by a filter over ``id`` / ``doc_id`` / ``level``, or by chunk ids."""
+    if not collection.config.kira_terms or not (filter or len(ids)):
+        return
+    from kira.knowledge_base.milvus.schema import terms_name
+
+    if filter:
+        collection.client.delete(terms_name(collection.name), filter=filter)
+    else:
+        collection.client.delete(terms_name(collection.name), ids=[int(i) for i in ids])
+
+
 class MilvusLexical:
     """kira's lexical index answered by Milvus (module docstring): ``search``, ``specificity``, ``named``
     and ``idf``, as `kira.knowledge_base.lexical.LexicalIndex` answers them, over one commit.
 
-    `client` / `collection`: the pymilvus client and the chunk collection's name; `resolve_allow` turns
+    `client` / `collection`: the pymilvus client and the terms collection's name; `resolve_allow` turns
     a search's ``allow`` array into (ids or None, levels or None) (the knowledge base's level arrays
     become a level filter, not an id list). Counts are cached per question term until `forget`.
     """
@@ -97,8 +156,8 @@ class MilvusLexical:
         return self._counts[filter]
 
     def __len__(self) -> int:
-        """Chunks holding terms (document and passage chunks)."""
-        return self._count(_levels(INDEXED_LEVELS))
+        """Chunks holding terms (document and passage chunks): every row of the terms collection."""
+        return self._count("")
 
     def _filter(self, allow: np.ndarray | None, levels: Sequence[str]) -> str | None:
         """The filter for chunks at `levels` within `allow` (None: nothing may be returned)."""
@@ -138,7 +197,7 @@ class MilvusLexical:
 
     def document_frequency(self, term: str) -> int:
         """Document and passage chunks holding the index term `term` (one ``text_match`` count)."""
-        return self._count(f"{_levels(INDEXED_LEVELS)} and text_match(lexical, '{stored_word(term)}')")
+        return self._count(f"text_match(lexical, '{stored_word(term)}')")
 
     def idf(self, term: str) -> float:
         """BM25 idf of an index term (already passed through `lexical_terms`); 0.0 for an unknown term."""
@@ -165,7 +224,7 @@ class MilvusLexical:
         words = sorted(name_words(text or ""))
         if not words:
             return out
-        documents = self._count('level == "document"')
+        documents = self._count("") - self._count('level == "passage"')  # Lite counts a filter by reading its rows
         limit = max(1, int(MAX_DOCUMENT_SHARE * documents))
         for word in words:
             rows = self.client.query(self.collection, filter=f"level == \"document\" and text_match(names, "
@@ -185,4 +244,5 @@ def _levels(levels: Sequence[str]) -> str:
     return "level in [" + ", ".join(f'"{level}"' for level in levels) + "]"
 
 
-__all__ = ["INDEXED_LEVELS", "MilvusLexical", "lexical_field", "names_field", "stored_word"]
+__all__ = ["INDEXED_LEVELS", "MilvusLexical", "create_terms_collection", "delete_terms", "lexical_field",
+           "names_field", "stored_word", "terms_rows", "upsert_terms"]

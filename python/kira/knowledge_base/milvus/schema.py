@@ -19,7 +19,7 @@ import logging
 import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ class MilvusConfig:
     nlist: int = 128  # IVF cells
     nprobe: int = 16  # IVF cells visited per search
     bm25: bool = True  # derive a BM25 sparse vector from each description (Milvus full-text search)
+    kira_terms: bool = True  # keep kira's BM25 terms and name words in ``<collection>__terms`` (knowledge_base.milvus.lexical)
     batch_size: int = 512  # rows per upsert call
     timeout: float = 10.0  # seconds for connecting and for each call
     extra_index_params: dict[str, Any] = field(default_factory=dict)  # passed through to the index
@@ -350,6 +351,12 @@ def close_client(client: Any) -> None:
                 log.debug("released the Milvus Lite file %s", path)
 
 
+def terms_name(collection: str) -> str:
+    """The collection of kira's terms and name words beside chunk collection `collection`
+    (kira.knowledge_base.milvus.lexical)."""
+    return f"{collection}__terms"
+
+
 class MilvusCollection:
     """A connected pymilvus client and one knowledge base's collection, checked at open.
 
@@ -386,16 +393,24 @@ class MilvusCollection:
     def attach(cls, client: Any, config: MilvusConfig, *, create: bool = True) -> "MilvusCollection":
         """`open` on an already connected pymilvus client (the caller keeps closing it)."""
         if client.has_collection(config.collection):
+            if config.kira_terms and not client.has_collection(terms_name(config.collection)):
+                config = replace(config, kira_terms=False)  # made before kira stored its terms (format 1)
             problems = schema_mismatches(client.describe_collection(config.collection), config)
             if problems:
                 raise ValueError(f"collection {config.collection!r} at {config.uri!r} does not match this "
                                  f"knowledge base's config: {'; '.join(problems)}. Open it with the config it "
                                  "was created with, or use another collection name")
             client.load_collection(config.collection)
+            if config.kira_terms:
+                client.load_collection(terms_name(config.collection))
         elif create:
             client.create_collection(config.collection, schema=build_schema(client, config),
                                      index_params=build_index_params(client, config),
                                      consistency_level="Strong")
+            if config.kira_terms:
+                from kira.knowledge_base.milvus.lexical import create_terms_collection
+
+                create_terms_collection(client, terms_name(config.collection))
             log.info("created Milvus collection %s at %s (%s)", config.collection, config.uri, config.index)
         else:
             raise LookupError(f"no collection {config.collection!r} at {config.uri!r}; create it first")
@@ -411,11 +426,13 @@ class MilvusCollection:
         unflushed rows by brute force in Python (5k rows: 290 ms a search before a flush, 27 ms after);
         a server flushes on its own and discourages frequent calls."""
         self.client.flush(self.name)
+        if self.config.kira_terms:
+            self.client.flush(terms_name(self.name))
         self.generation += 1
 
     def drop(self) -> None:
-        """Delete the whole collection (every chunk of this knowledge base) and its ``__meta`` collection."""
-        for name in (self.name, f"{self.name}__meta"):
+        """Delete the whole collection (every chunk of this knowledge base), its ``__meta`` and ``__terms``."""
+        for name in (self.name, f"{self.name}__meta", terms_name(self.name)):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
 

@@ -1,6 +1,8 @@
 """The read side of a Milvus-backed knowledge base (a part of `MilvusKnowledgeBase`).
 
-Each derived view the embedded knowledge base computes from SQLite comes from Milvus here:
+Each derived view the embedded knowledge base computes from SQLite comes from Milvus here, and
+nothing is read whole into the kira process (a knowledge base made before kira stored its terms,
+format 1, keeps the in-process views noted "format 1"):
 
 * ``index(space)`` -> `kira.knowledge_base.milvus.index.MilvusIndex` (searches run in Milvus);
 * ``level_ids`` -> a filter query ``level in [...]``; the array it returns, passed back as a
@@ -8,14 +10,15 @@ Each derived view the embedded knowledge base computes from SQLite comes from Mi
 * ``document_chunk_of`` -> the ``doc_chunk`` field, fetched for the ids asked about;
 * ``document_groups`` -> a marker that makes a `MilvusIndex` search group on ``doc_chunk``
   (Milvus's grouping search);
-* the compound groups -> a query of document chunks with ``array_length(groups) > 0``, read
-  into the same `CompoundIndex` the embedded knowledge base builds (kira's compound expansion
-  runs in this process over what the searches return);
-* ``lexical`` -> kira's own BM25 index (`LexicalIndex`) over the document and passage rows
-  queried from Milvus, so both backends rank alike; Milvus's own BM25 full-text search is
-  `kira.knowledge_base.milvus.collection_view.MilvusLexical` (docs/scale.md says when to use which);
-* ``bridge`` -> the text->image bridge fitted in this process on the captioned documents'
-  vectors read from Milvus (not stored: each process fits it once per commit).
+* ``compounds_for(doc_ids=, chunk_ids=)`` -> the groups the hits reach, fetched by filter
+  (kira.knowledge_base.milvus.compounds); ``compounds()`` still reads every group (for callers that
+  want them all);
+* ``lexical`` -> `kira.knowledge_base.milvus.lexical.MilvusLexical`: Milvus's BM25 over kira's own
+  terms, stored per chunk at write, so both backends rank alike; ``identifier_postings`` ->
+  ``text_match`` on the stored name words (format 1: kira's `LexicalIndex` / `IdentifierIndex`
+  built in this process from rows read from Milvus);
+* ``bridge`` -> the text->image bridge the writer stored at commit
+  (kira.knowledge_base.milvus.stored_views; format 1, or none stored: fitted here once per commit).
 Every view is cached until a write through this object, a commit, or a `refresh` that finds
 another process's commit.
 """
@@ -89,9 +92,24 @@ class MilvusViews(CompoundQueries):
 
         return self._cached("compounds", lambda: build_compounds(self))
 
+    def _kira_terms(self) -> bool:
+        """Whether the chunk collection stores kira's terms and name words (format 2; `lexical`)."""
+        return self._collection is not None and self._collection.config.kira_terms
+
     def lexical(self) -> Any:
-        """kira's `LexicalIndex` over the document and passage chunks stored in Milvus (cached per commit):
-        each indexed with its description, doc id and document metadata values, as the embedded one."""
+        """The lexical index of this commit: `MilvusLexical` (Milvus's BM25 over kira's stored terms), or for a
+        format-1 collection kira's `LexicalIndex` built here over the document and passage rows read from
+        Milvus (each with its description, doc id and metadata values, as the embedded one)."""
+        if self._kira_terms():
+            from kira.knowledge_base.milvus.lexical import MilvusLexical
+
+            from kira.knowledge_base.milvus.schema import terms_name
+
+            collection = self._collection
+            return self._cached("lexical", lambda: MilvusLexical(
+                collection.client, terms_name(collection.name), resolve_allow=self._indexes["text"].resolve_allow,
+                timeout=collection.config.timeout))
+
         def build() -> Any:
             from kira.knowledge_base.lexical import LexicalIndex
 
@@ -106,6 +124,24 @@ class MilvusViews(CompoundQueries):
             return LexicalIndex.build(np.array([int(r["id"]) for r in rows], dtype=np.int64), texts)
 
         return self._cached("lexical", build)
+
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunk ids (ascending) it names} (`CompoundQueries.identifier_postings`),
+        one ``text_match`` query per word of `text` (format 1: from every document read once per commit)."""
+        if self._kira_terms():
+            return self.lexical().named(text, allow=allow)
+        return super().identifier_postings(text, allow=allow)
+
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> Any:
+        """The `CompoundIndex` of the groups these documents (doc ids, or document chunk ids) reach, fetched by
+        filter (kira.knowledge_base.milvus.compounds); empty before the first image."""
+        from kira.knowledge_base.compound import CompoundIndex
+        from kira.knowledge_base.milvus.compounds import compounds_for
+
+        if self._collection is None:
+            return CompoundIndex.build([], {})
+        col = self._collection
+        return compounds_for(col.client, col.name, doc_ids=doc_ids, chunk_ids=chunk_ids, timeout=col.config.timeout)
 
     def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, Any]:
         return self.store.documents(doc_ids)
@@ -177,13 +213,17 @@ class MilvusViews(CompoundQueries):
                          "the verifier encodes the evidence it cites (same scores, more time per ask)")
 
     def bridge(self) -> Any:
-        """The TextToImageBridge fitted on the captioned documents' vectors read from Milvus, or None (fewer
-        than 2 captioned documents). Fitted once per commit in each process."""
+        """The text->image bridge: the one the writer stored at its last commit (kira.knowledge_base.milvus.
+        stored_views), None where it stored none (fewer than 2 captioned documents). A knowledge base with no
+        stored bridge (format 1) has it fitted here on the captioned documents' vectors, once per commit."""
         def build() -> Any:
+            from kira.knowledge_base.milvus.stored_views import load_bridge, stored_bridge_info
             from kira.models.bridge import TextToImageBridge
 
             if self._collection is None:
                 return None
+            if stored_bridge_info(self._records) is not None:
+                return load_bridge(self._records)
             ids = self.store.captioned_document_ids()
             if len(ids) < 2:
                 return None
@@ -219,8 +259,9 @@ class MilvusViews(CompoundQueries):
         if self._records is None:
             raise ValueError(f"{self.name} is closed; open it again with KnowledgeBase.open before warming it")
         self.refresh()
-        steps: dict[str, Callable[[], Any]] = {"lexical": self.lexical, "document_groups": self.document_groups,
-                                               "compounds": self.compounds}
+        steps: dict[str, Callable[[], Any]] = {"lexical": self.lexical, "document_groups": self.document_groups}
+        if not self._kira_terms():
+            steps["compounds"] = self.compounds  # format 1 reads them whole; format 2 fetches them per hit
         if self._collection is not None and getattr(self.models, "image_text", None) is None:
             steps["bridge"] = self.bridge
         seconds = {}
