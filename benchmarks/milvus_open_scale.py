@@ -10,7 +10,11 @@ compound groups, bridge), and reports the child's resident memory before and aft
 peak (/proc VmRSS, VmHWM). With a ``.db`` uri Milvus Lite runs inside that process, so its memory
 counts too.
 
-Usage: python benchmarks/milvus_open_scale.py [--chunks 10000 100000] [--workdir DIR]
+With ``--server`` Milvus Lite runs as its own process (``python -m milvus_lite server`` on 127.0.0.1, the
+knowledge base opened by http uri, as from a Milvus server): the memory reported is then kira's process
+alone, the Milvus engine's is not in it.
+
+Usage: python benchmarks/milvus_open_scale.py [--chunks 10000 100000] [--workdir DIR] [--server]
 """
 
 from __future__ import annotations
@@ -60,8 +64,9 @@ def stack():
                       captioner=DefaultCaptioner())
 
 
-def build(path: Path, n_chunks: int) -> float:
-    """A Milvus Lite knowledge base of about `n_chunks` chunks at `path`; returns the seconds it took."""
+def build(path: Path, n_chunks: int, uri: str | None = None) -> float:
+    """A Milvus Lite knowledge base of about `n_chunks` chunks at `path` (or named `path` at `uri`); returns the
+    seconds it took."""
     from kira.knowledge_base.milvus.records import document_value
     from kira.knowledge_base.milvus.writes import ChunkRecord, reserve_ordinals, upsert_chunks
     from kira.knowledge_base import KnowledgeBase
@@ -69,7 +74,7 @@ def build(path: Path, n_chunks: int) -> float:
     rng = np.random.default_rng(0)
     models = stack()
     t0 = time.perf_counter()
-    kb = KnowledgeBase.create(path, models=models, backend="milvus")
+    kb = KnowledgeBase.create(path if uri is None else path.name, models=models, backend="milvus", uri=uri)
     collection = kb._ensure_chunks()
     # Milvus Lite's Python engine compacts in the background: on a loaded machine one 512-row upsert has taken
     # past the default 10 s deadline at 10k+ rows, so the build waits longer (a measurement, not a setting kira uses)
@@ -113,14 +118,14 @@ def _rss_mb(field: str = "VmRSS") -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(path: str) -> None:
+def measure(path: str, uri: str | None = None) -> None:
     """In this (fresh) process: open, first asks, peak RSS; prints one JSON line."""
     from kira.knowledge_base import KnowledgeBase
     from kira.pipeline import Kira
 
     rss0 = _rss_mb()
     t0 = time.perf_counter()
-    kb = KnowledgeBase.open(path, models=stack(), read_only=True)
+    kb = KnowledgeBase.open(path if uri is None else Path(path).name, models=stack(), read_only=True, uri=uri)
     opened = time.perf_counter() - t0
     rss_open = _rss_mb()
     kira = Kira(kb)
@@ -142,29 +147,67 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, nargs="+", default=[10000, 100000])
     parser.add_argument("--workdir")
+    parser.add_argument("--server", action="store_true", help="run Milvus Lite as its own process (module doc)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
+    parser.add_argument("--uri", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        measure(args.measure)
+        measure(args.measure, args.uri)
         return
+    import os
+
+    print(f"load average before: {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        server, uri = (lite_server(Path(tmp) / "server") if args.server else (None, None))
         rows = []
-        for n in args.chunks:
-            path = Path(tmp) / f"kb{n}"
-            built = build(path, n)
-            done = subprocess.run([sys.executable, __file__, "--measure", str(path)], capture_output=True, text=True)
-            if done.returncode != 0:
-                raise SystemExit(done.stderr[-3000:])
-            row = json.loads(done.stdout.strip().splitlines()[-1])
-            row["build_s"] = round(built, 1)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        try:
+            for n in args.chunks:
+                rows.append(one_size(Path(tmp) / f"kb{n}", n, uri))
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait(timeout=60)
+        print(f"load average after: {os.getloadavg()}")
         keys = ["chunks", "documents", "build_s", "open_s", "first_dual_path_s", "second_dual_path_s", "first_full_s",
                 "second_full_s", "rss_open_mb", "rss_peak_mb"]
         print("| " + " | ".join(keys) + " |")
         print("|" + " ---: |" * len(keys))
         for row in rows:
             print("| " + " | ".join(str(row.get(k, "")) for k in keys) + " |")
+
+
+def lite_server(data_dir: Path) -> tuple[subprocess.Popen, str]:
+    """Milvus Lite as its own process on a free 127.0.0.1 port; (process, http uri)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir), "--host",
+                             "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise SystemExit("the Milvus Lite server did not start")
+            time.sleep(0.2)
+
+
+def one_size(path: Path, n: int, uri: str | None) -> dict:
+    """Build a knowledge base of `n` chunks, measure it in a fresh process; the row printed and returned."""
+    built = build(path, n, uri)
+    command = [sys.executable, __file__, "--measure", str(path)] + (["--uri", uri] if uri else [])
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row["build_s"] = round(built, 1)
+    print(json.dumps(row), flush=True)
+    return row
 
 
 if __name__ == "__main__":
