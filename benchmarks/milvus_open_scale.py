@@ -178,23 +178,10 @@ def main() -> None:
 
 def lite_server(data_dir: Path) -> tuple[subprocess.Popen, str]:
     """Milvus Lite as its own process on a free 127.0.0.1 port; (process, http uri)."""
-    import socket
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from milvus_fixtures import lite_server_process
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir), "--host",
-                             "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise SystemExit("the Milvus Lite server did not start")
-            time.sleep(0.2)
+    return lite_server_process(data_dir, wait=120.0)
 
 
 def one_size(path: Path, n: int, uri: str | None) -> dict:

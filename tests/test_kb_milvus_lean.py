@@ -163,14 +163,108 @@ def test_the_bridge_is_stored_at_commit_and_a_reader_loads_it_without_fitting(bo
 
 
 def test_a_damaged_stored_bridge_is_refused_naming_the_fix(both):
-    from kira.knowledge_base.milvus.stored_views import BRIDGE_PART, load_bridge
+    from kira.knowledge_base.milvus.stored_views import BRIDGE_PART, load_bridge, stored_bridge_info
 
     _, milvus = both
-    part = milvus._records.get_one(f"{BRIDGE_PART}0")
-    milvus._records.delete([f"{BRIDGE_PART}0"])
+    first = f"{BRIDGE_PART}{stored_bridge_info(milvus._records)['fit']}:0"
+    part = milvus._records.get_one(first)
+    milvus._records.delete([first])
     try:
         with pytest.raises(ValueError, match="incomplete.*commit the knowledge base again"):
             load_bridge(milvus._records)
     finally:
-        milvus._records.put({f"{BRIDGE_PART}0": part})
+        milvus._records.put({first: part})
     assert load_bridge(milvus._records) is not None
+
+
+def test_a_collection_without_kira_terms_keeps_the_in_process_views(tmp_path, monkeypatch):
+    """A knowledge base made before kira stored its terms (format 1: no ``__terms`` collection) still opens and
+    answers lexical questions, with kira's in-process index."""
+    import dataclasses
+
+    from kira.knowledge_base import KnowledgeBase
+    from kira.knowledge_base.lexical import LexicalIndex
+    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
+    from kira.models import load_default
+
+    made = MilvusKnowledgeBase._milvus_config
+    monkeypatch.setattr(MilvusKnowledgeBase, "_milvus_config",
+                        lambda self, dims: dataclasses.replace(made(self, dims), kira_terms=False))
+    kb = KnowledgeBase.create(tmp_path / "old", models=load_default(), backend="milvus")
+    _build(kb, tmp_path)
+    assert not kb._client.has_collection(f"{kb.name}__terms")
+    kb.close()
+    monkeypatch.undo()
+    kb = KnowledgeBase.open(tmp_path / "old", read_only=True)
+    try:
+        assert not kb._collection.config.kira_terms and isinstance(kb.lexical(), LexicalIndex)
+        hits = kb.lexical().search("a cup of coffee", 5)
+        assert _chunks(kb, hits.ids)[0] == ("coffee", "document")
+        assert sorted(kb.identifier_postings("what does coffee show")) == ["coffee"]
+    finally:
+        kb.close()
+        release_lite(kb.uri)
+
+
+def test_server_gone_errors_are_recognised_through_their_causes():
+    from kira.knowledge_base.milvus.faults import MilvusUnavailable, server_unavailable, writing_to
+
+    class MilvusException(Exception):
+        pass
+
+    gone = MilvusException("<MilvusException: (code=2, message=Fail connecting to server on 127.0.0.1:1, illegal "
+                           "connection params or server unavailable)>")
+    try:
+        try:
+            raise gone
+        except MilvusException as exc:
+            raise RuntimeError("wrapped") from exc
+    except RuntimeError as outer:
+        assert server_unavailable(outer)
+    assert not server_unavailable(MilvusException("collection not found")) and not server_unavailable(None)
+    with pytest.raises(MilvusUnavailable, match=r"'http://h:1'.*'kb'.*generation 7 is kept"):
+        with writing_to("http://h:1", "kb", 7, "adding images to"):
+            raise gone
+    with pytest.raises(ValueError, match="not the server"):
+        with writing_to("http://h:1", "kb", 7, "adding images to"):
+            raise ValueError("not the server")
+
+
+class _Records:
+    """The part of `KbRecords` the stored views use, in a dict."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, str] = {}
+
+    def put(self, items):
+        self.rows.update(items)
+
+    def get(self, keys):
+        return {k: self.rows[k] for k in keys if k in self.rows}
+
+    def get_one(self, key, default=None):
+        return self.rows.get(key, default)
+
+    def delete(self, keys):
+        for k in keys:
+            self.rows.pop(k, None)
+
+
+def test_a_smaller_bridge_stored_over_a_larger_one_leaves_no_stale_parts():
+    from kira.knowledge_base.milvus.stored_views import BRIDGE_PART, load_bridge, store_bridge, store_no_bridge
+    from kira.models.bridge import TextToImageBridge
+
+    rng = np.random.default_rng(3)
+    records = _Records()
+    assert load_bridge(records) is None
+    big, small = TextToImageBridge(), TextToImageBridge()
+    big.fit(rng.standard_normal((40, 96)).astype(np.float32), rng.standard_normal((40, 400)).astype(np.float32))
+    small.fit(rng.standard_normal((40, 8)).astype(np.float32), rng.standard_normal((40, 4)).astype(np.float32))
+    assert store_bridge(records, big, 40)["parts"] > 1
+    info = store_bridge(records, small, 41)
+    assert info["parts"] == 1 and info["fitted_on"] == 41
+    assert sorted(k for k in records.rows if k.startswith(BRIDGE_PART)) == [f"{BRIDGE_PART}{info['fit']}:0"]
+    probe = rng.standard_normal((3, 8)).astype(np.float32)
+    np.testing.assert_allclose(load_bridge(records).encode_vectors(probe), small.encode_vectors(probe), atol=1e-6)
+    assert store_no_bridge(records, 1)["parts"] == 0 and load_bridge(records) is None
+    assert not [k for k in records.rows if k.startswith(BRIDGE_PART)]

@@ -7,10 +7,7 @@ here, is refused by kira (ServerTooOld: kira's schema needs Milvus 2.5), so Lite
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -18,30 +15,16 @@ import pytest
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
+from milvus_fixtures import lite_server_process  # noqa: E402
+
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "horse", "coins", "page")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(data_dir) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir),
-                             "--host", "127.0.0.1", "--port", str(port), "--max-workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"milvus_lite server did not start on port {port}")
-            time.sleep(0.2)
+    try:
+        return lite_server_process(data_dir)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture()

@@ -15,6 +15,9 @@ with the chunk (kira.knowledge_base.milvus.writes calls `upsert_terms` / `delete
 * ``names``: the words a question may name the chunk's document by (`kira.knowledge_base.identifiers.
   name_words` of its doc id, group ids and single-token metadata values), on document chunks;
   `MilvusLexical.named` finds each question word's documents with ``text_match``.
+* ``groups`` / ``group_order``: the document's temporal and multiview memberships, as its chunks hold
+  them, so the compound groups of a query's hits are fetched from document rows alone
+  (kira.knowledge_base.milvus.compounds), not from all 23 chunks of each image.
 
 `specificity` (the question's largest normalised idf) counts each term's rows with ``text_match``.
 Per question this costs one BM25 search plus one count per distinct term; the kira process holds no
@@ -75,8 +78,8 @@ def names_field(level: str, doc_id: str, group_keys: Iterable[str], metadata: Ma
 
 def create_terms_collection(client: Any, name: str) -> None:
     """Create the terms collection `name` (module docstring): id, doc_id, level, ``lexical`` with its BM25
-    vector, ``names``."""
-    from kira.knowledge_base.milvus.schema import MAX_NAME, require_pymilvus
+    vector, ``names``, and the chunk's ``groups`` / ``group_order`` (kira.knowledge_base.milvus.compounds)."""
+    from kira.knowledge_base.milvus.schema import MAX_GROUPS, MAX_NAME, require_pymilvus
 
     pm = require_pymilvus()
     dt = pm.DataType
@@ -88,6 +91,9 @@ def create_terms_collection(client: Any, name: str) -> None:
     schema.add_field("lexical", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
     schema.add_field("lexical_bm25", dt.SPARSE_FLOAT_VECTOR)
     schema.add_field("names", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
+    # the document's group memberships, as on its chunks: per-hit compound fetches read document rows only
+    schema.add_field("groups", dt.ARRAY, element_type=dt.VARCHAR, max_capacity=MAX_GROUPS, max_length=MAX_NAME)
+    schema.add_field("group_order", dt.JSON)
     schema.add_function(pm.Function(name="lexical_bm25_fn", function_type=pm.FunctionType.BM25,
                                     input_field_names=["lexical"], output_field_names=["lexical_bm25"]))
     params = client.prepare_index_params()
@@ -102,7 +108,8 @@ def terms_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The terms rows of chunk rows (kira.knowledge_base.milvus.writes.to_row): document and passage chunks."""
     return [{"id": int(r["id"]), "doc_id": r["doc_id"], "level": r["level"],
              "lexical": lexical_field(r["level"], r["description"], r["doc_id"], r["metadata"]),
-             "names": names_field(r["level"], r["doc_id"], r["groups"], r["metadata"])}
+             "names": names_field(r["level"], r["doc_id"], r["groups"], r["metadata"]),
+             "groups": r["groups"], "group_order": r["group_order"]}
             for r in rows if r["level"] in INDEXED_LEVELS]
 
 

@@ -2,9 +2,10 @@
 
 The text->image bridge (`kira.models.bridge.TextToImageBridge`) is fitted by the writer at `commit`
 on the captioned documents' vectors and stored in the knowledge base's records collection: the
-``.npz`` bytes `TextToImageBridge.save` writes, base64, cut into ``view:bridge:<i>`` rows (one value
-holds at most `MAX_VALUE` bytes), then ``setting:bridge`` = {"parts", "fitted_on", "bytes"} written
-last, so a reader sees the old bridge or the new one, never a mix of parts it has not been told of.
+``.npz`` bytes `TextToImageBridge.save` writes, base64, cut into ``view:bridge:<fit>:<i>`` rows (a
+value holds at most 64 KB), then ``setting:bridge`` = {"fit", "parts", "fitted_on", "bytes"} written
+last, then the previous fit's rows deleted: a reader reads the fit the setting names, the old one or
+the new one, never a mix (one that finds its fit's rows just deleted reads the setting again).
 It is refitted when the number of captioned documents has moved by more than
 `BRIDGE_REFIT_SHARE` of the number it was fitted on (the embedded knowledge base's rule). Any
 process on any machine opens the knowledge base and reads the bridge: a few rows, whatever the
@@ -50,39 +51,58 @@ def bridge_from_bytes(data: bytes) -> Any:
             raise ValueError(f"the stored bridge is not a readable kira bridge ({exc}); commit again to refit it") from None
 
 
-def stored_bridge_info(records: Any) -> dict[str, int] | None:
-    """{"parts", "fitted_on", "bytes"} of the stored bridge, or None where none is stored."""
+def stored_bridge_info(records: Any) -> dict[str, Any] | None:
+    """{"fit", "parts", "fitted_on", "bytes"} of the stored bridge ("parts" 0: none fitted), or None where
+    nothing is stored (a knowledge base written before kira stored its bridge)."""
     value = records.get_one(BRIDGE_SETTING)
     return json.loads(value) if value else None
 
 
-def store_bridge(records: Any, bridge: Any, fitted_on: int) -> dict[str, int]:
-    """Write `bridge` (fitted on `fitted_on` captioned documents) to the records (module docstring): parts
-    first, then the setting that names them, then the parts an older, longer bridge left are deleted."""
+def store_bridge(records: Any, bridge: Any, fitted_on: int) -> dict[str, Any]:
+    """Write `bridge` (fitted on `fitted_on` captioned documents) to the records (module docstring): the new
+    fit's parts, then the setting that names them, then the previous fit's parts are deleted."""
+    import uuid
+
     text = base64.b64encode(bridge_bytes(bridge)).decode("ascii")
     parts = [text[i:i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
     before = stored_bridge_info(records)
-    records.put({f"{BRIDGE_PART}{i}": part for i, part in enumerate(parts)})
-    info = {"parts": len(parts), "fitted_on": int(fitted_on), "bytes": len(text)}
+    fit = uuid.uuid4().hex[:12]
+    records.put({f"{BRIDGE_PART}{fit}:{i}": part for i, part in enumerate(parts)})
+    info = {"fit": fit, "parts": len(parts), "fitted_on": int(fitted_on), "bytes": len(text)}
     records.put({BRIDGE_SETTING: json.dumps(info)})
-    if before and int(before.get("parts", 0)) > len(parts):
-        records.delete([f"{BRIDGE_PART}{i}" for i in range(len(parts), int(before["parts"]))])
+    if before and before.get("parts"):
+        records.delete([f"{BRIDGE_PART}{before['fit']}:{i}" for i in range(int(before["parts"]))])
+    return info
+
+
+def store_no_bridge(records: Any, captioned: int) -> dict[str, Any]:
+    """Record that no bridge is fitted (fewer than 2 captioned documents), so readers do not fit one."""
+    before = stored_bridge_info(records)
+    info = {"fit": "", "parts": 0, "fitted_on": int(captioned), "bytes": 0}
+    records.put({BRIDGE_SETTING: json.dumps(info)})
+    if before and before.get("parts"):
+        records.delete([f"{BRIDGE_PART}{before['fit']}:{i}" for i in range(int(before["parts"]))])
     return info
 
 
 def load_bridge(records: Any) -> Any:
-    """The stored bridge, or None where none is stored. Raises ValueError for damaged rows (naming the fix)."""
-    info = stored_bridge_info(records)
-    if not info:
-        return None
-    keys = [f"{BRIDGE_PART}{i}" for i in range(int(info["parts"]))]
-    found = records.get(keys)
-    missing = [k for k in keys if k not in found]
-    text = "".join(found.get(k, "") for k in keys)
-    if missing or len(text) != int(info["bytes"]):
+    """The stored bridge, or None where none is stored (or none was fitted). Raises ValueError for damaged rows
+    (naming the fix)."""
+    for attempt in range(2):
+        info = stored_bridge_info(records)
+        if not info or not int(info.get("parts", 0)):
+            return None
+        keys = [f"{BRIDGE_PART}{info['fit']}:{i}" for i in range(int(info["parts"]))]
+        found = records.get(keys)
+        missing = [k for k in keys if k not in found]
+        text = "".join(found.get(k, "") for k in keys)
+        if not missing and len(text) == int(info["bytes"]):
+            return bridge_from_bytes(base64.b64decode(text))
+        if attempt == 0 and stored_bridge_info(records) != info:
+            continue  # a writer stored a new fit while this read the old one: read the new one
         raise ValueError(f"the stored bridge is incomplete ({len(missing)} of {len(keys)} parts missing); commit "
                          "the knowledge base again from a writer to refit it")
-    return bridge_from_bytes(base64.b64decode(text))
+    return None
 
 
 def refit_due(fitted_on: int | None, captioned: int) -> bool:
@@ -93,14 +113,17 @@ def refit_due(fitted_on: int | None, captioned: int) -> bool:
     return fitted_on is None or fitted_on < 2 or abs(captioned - fitted_on) > BRIDGE_REFIT_SHARE * fitted_on
 
 
-def refresh_bridge(kb: Any) -> dict[str, int] | None:
+def refresh_bridge(kb: Any) -> dict[str, Any]:
     """At a writer's commit: fit the bridge on the captioned documents' stored vectors and store it, where
-    `refit_due` says so; returns the stored bridge's info (None: none needed, fewer than 2 captioned)."""
+    `refit_due` says so (with fewer than 2 captioned documents, store that there is none); returns the
+    stored info."""
     from kira.models.bridge import TextToImageBridge
 
     ids = kb.store.captioned_document_ids()
     info = stored_bridge_info(kb._records)
-    if not refit_due(int(info["fitted_on"]) if info else None, len(ids)):
+    if len(ids) < 2:
+        return info if info and not info.get("parts") else store_no_bridge(kb._records, len(ids))
+    if not refit_due(int(info["fitted_on"]) if info and info.get("parts") else None, len(ids)):
         return info
     bridge = TextToImageBridge()
     bridge.fit(kb.index("text").get_vectors(ids), kb.index("visual").get_vectors(ids))
@@ -109,4 +132,4 @@ def refresh_bridge(kb: Any) -> dict[str, int] | None:
     return info
 
 
-__all__ = ["load_bridge", "refit_due", "refresh_bridge", "store_bridge", "stored_bridge_info"]
+__all__ = ["load_bridge", "refit_due", "refresh_bridge", "store_bridge", "store_no_bridge", "stored_bridge_info"]

@@ -140,8 +140,11 @@ class MilvusViews(CompoundQueries):
 
         if self._collection is None:
             return CompoundIndex.build([], {})
+        from kira.knowledge_base.milvus.schema import terms_name
+
         col = self._collection
-        return compounds_for(col.client, col.name, doc_ids=doc_ids, chunk_ids=chunk_ids, timeout=col.config.timeout)
+        rows = terms_name(col.name) if self._kira_terms() else col.name  # the terms collection: document rows only
+        return compounds_for(col.client, rows, doc_ids=doc_ids, chunk_ids=chunk_ids, timeout=col.config.timeout)
 
     def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, Any]:
         return self.store.documents(doc_ids)
