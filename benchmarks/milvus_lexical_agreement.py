@@ -2,7 +2,7 @@
 
 The corpus, questions and answer metrics are benchmarks/answers_real_photos.py's (every real photo
 installed offline, anonymised file names, no captions: the words come from kira's generated
-descriptions). The same photos are ingested into an embedded knowledge base (kira's `LexicalIndex`
+descriptions). The same photos are ingested, here, into an embedded knowledge base (kira's `LexicalIndex`
 over document texts) and into a Milvus Lite one (Milvus's BM25 function over the ``lexical`` field,
 kira.knowledge_base.milvus.lexical). For every text question it reports the top-10 overlap of the
 two lexical searches (shared documents / the longer list) and how many give the same order; as a
@@ -67,17 +67,24 @@ def main() -> None:
     from kira.knowledge_base import KnowledgeBase
     from kira.models import load_default
 
+    from PIL import Image
+
     images = photos_bench.photos()
     ids = photos_bench.anonymise(sorted(images))
-    embedded = photos_bench.build(args.encoder, images, ids)  # cached; also writes the photo folder
-    folder = photos_bench.CACHE / f"photos-{photos_bench.VERSION}"
     tmp = Path(tempfile.mkdtemp(prefix="kira-lexical-agreement-"))
+    folder = tmp / "photos"
+    folder.mkdir()
+    for name, image in images.items():
+        Image.fromarray(image).save(folder / f"{ids[name]}.jpg", quality=92)
     models = load_default(image_encoder=args.encoder)
-    milvus = KnowledgeBase.create(tmp / "kb", models=models, backend="milvus")
+    # both built here, by this code, from the same files (answers_real_photos' cache may hold an older build)
+    embedded = KnowledgeBase.create(tmp / "embedded", models=models)
+    milvus = KnowledgeBase.create(tmp / "milvus", models=models, backend="milvus")
     try:
-        t0 = time.perf_counter()
-        milvus.ingest(folder)
-        print(f"Milvus Lite ingest of {len(milvus)} photos: {time.perf_counter() - t0:.1f} s")
+        for name, kb in (("embedded", embedded), ("Milvus Lite", milvus)):
+            t0 = time.perf_counter()
+            kb.ingest(folder, progress=False)
+            print(f"{name} ingest of {len(kb)} photos: {time.perf_counter() - t0:.1f} s")
         questions = [q for q, _ in photos_bench.PRESENT] + photos_bench.ABSENT
         found = agreement(embedded, milvus, questions)
         print(f"\nLexical top-{K} agreement with kira's BM25 over {found['questions']} questions: overlap "

@@ -19,15 +19,16 @@ from kira.knowledge_base.milvus.lexical import lexical_field, names_field  # noq
 from kira.knowledge_base.milvus.stored_views import refit_due  # noqa: E402
 from milvus_fixtures import release_lite  # noqa: E402
 
-PHOTOS = {  # skimage.data photo -> (caption, metadata, sequence)
-    "astronaut": ("an astronaut in a white suit with the american flag", {"site": "S017", "mission": "sts-61"}, None),
-    "coffee": ("a cup of coffee on a saucer, no sugar", {"site": "S017"}, "breakfast"),
-    "chelsea": ("a ginger cat looking up", {"site": "S071"}, "breakfast"),
-    "rocket": ("a rocket on the launch pad at 2021-04-09", {"site": "S071", "mission": "sts-61"}, "launch"),
-    "camera": ("a man with a camera on a tripod", {"site": "S005"}, "launch"),
-    "horse": ("a horse drawing in black and white", {"site": "S005"}, None),
-    "coins": ("old coins on a dark cloth", {"site": "S009"}, None),
-    "page": ("a printed page of text", {"site": "S009"}, None),
+PHOTOS = {  # skimage.data photo -> (caption, metadata, sequence, multiview set)
+    "astronaut": ("an astronaut in a white suit with the american flag", {"site": "S017", "mission": "sts-61"}, None,
+                  None),
+    "coffee": ("a cup of coffee on a saucer, no sugar", {"site": "S017"}, "breakfast", None),
+    "chelsea": ("a ginger cat looking up", {"site": "S071"}, "breakfast", None),
+    "rocket": ("a rocket on the launch pad at 2021-04-09", {"site": "S071", "mission": "sts-61"}, "launch", None),
+    "camera": ("a man with a camera on a tripod", {"site": "S005"}, "launch", "greyscale"),
+    "horse": ("a horse drawing in black and white", {"site": "S005"}, None, "greyscale"),
+    "coins": ("old coins on a dark cloth", {"site": "S009"}, None, None),
+    "page": ("a printed page of text", {"site": "S009"}, None, None),
 }
 QUESTIONS = ["a cup of coffee", "the rocket launch on 2021-04-09", "cat", "a man holding a camera at site S005",
              "coins without sugar", "no sugar in the coffee", "sts-61 mission photo", "white horse drawing",
@@ -60,11 +61,11 @@ def _build(kb, tmp_path):
     from PIL import Image
     from skimage import data
 
-    for name, (caption, metadata, sequence) in PHOTOS.items():
+    for name, (caption, metadata, sequence, view) in PHOTOS.items():
         pixels = np.asarray(getattr(data, name)())
         path = tmp_path / f"{name}.png"
         Image.fromarray(pixels[::4, ::4]).save(path)
-        kb.add_image(path, caption=caption, metadata=metadata, sequence=sequence)
+        kb.add_image(path, caption=caption, metadata=metadata, sequence=sequence, view=view)
     kb.add_document("manual", passages=["The launch pad is cleared before a rocket launch.",
                                         "Coffee is served at breakfast without sugar."], caption="site manual")
     kb.commit()
@@ -134,10 +135,14 @@ def test_compound_groups_are_fetched_per_hit_and_agree_with_every_group_read_who
         assert part.partners.get(chunk_of[doc], frozenset()) == whole.partners.get(chunk_of[doc], frozenset())
         by_chunk = milvus.compounds_for(chunk_ids=[chunk_of[doc]])
         assert by_chunk.compound_of == part.compound_of
+        assert part.view_set_of.get(doc) == whole.view_set_of.get(doc), doc
     part = milvus.compounds_for(doc_ids=["coffee"])
     assert set(part.compound_of) == {"coffee", "chelsea"}
-    assert milvus.compounds_for().compound_of == {}
-    assert milvus.compounds_for(doc_ids=["horse"]).compound_of == {}
+    # horse's multiview set shares camera with the launch sequence: one compound document, found from horse alone
+    chained = milvus.compounds_for(doc_ids=["horse"])
+    assert chained.compound_of == {"camera": "camera", "horse": "camera", "rocket": "camera"}
+    assert chained.kinds[(chunk_of["horse"], chunk_of["camera"])] == "multiview"
+    assert milvus.compounds_for().compound_of == {} and milvus.compounds_for(doc_ids=["page"]).compound_of == {}
 
 
 def test_the_bridge_is_stored_at_commit_and_a_reader_loads_it_without_fitting(both, monkeypatch):

@@ -33,7 +33,7 @@ from kira.knowledge_base.milvus.location import LITE_FILE, target
 from kira.knowledge_base.model_identity import LoadsItsModels
 
 log = logging.getLogger(__name__)
-FORMAT = 2  # 2: chunks store kira's terms and name words, the bridge is stored at commit (milvus.lexical, stored_views)
+FORMAT = 2  # 2: a <name>__terms collection holds kira's terms, names and groups (milvus.lexical); bridge stored at commit
 
 
 class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
@@ -360,7 +360,7 @@ class MilvusKnowledgeBase(LoadsItsModels, MilvusViews, Writing):
             self._indexes = {}
 
     def drop(self) -> None:
-        """Delete the knowledge base from Milvus (its chunk, settings and ordinal collections)."""
+        """Delete the knowledge base from Milvus (its chunk, terms, settings and ordinal collections)."""
         self._writable()
         for name in (self.name, f"{self.name}__meta", f"{self.name}__terms", self._records.name):
             if self._client.has_collection(name):
