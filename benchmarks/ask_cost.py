@@ -59,7 +59,7 @@ def ingest_cost(n: int, models) -> None:
     import tempfile
     from pathlib import Path
 
-    import kira.knowledge_base.kb_writing as writing
+    import kira.knowledge_base.writing as writing
 
     sys.path.insert(0, str(Path(__file__).parent))
     import load_serve

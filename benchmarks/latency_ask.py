@@ -133,8 +133,8 @@ def build_synthetic_kb(path: Path, docs: int, per_doc: int, index: str, seed: in
         store.add_to_group("temporal", f"seq{d}", f"doc{d + 1:06d}", 1)
     ids = np.array(ids_all, np.int64)
     t0 = time.perf_counter()
-    kb.vectors.add("visual", ids, np.concatenate(vis_all))
-    kb.vectors.add("text", ids, np.concatenate(txt_all))
+    kb.storage.spaces.add("visual", ids, np.concatenate(vis_all))
+    kb.storage.spaces.add("text", ids, np.concatenate(txt_all))
     build_s = time.perf_counter() - t0
     kb.commit()
     return kb, build_s
@@ -219,8 +219,8 @@ def first_ask_after_commit(docs: int, per_doc: int, index: str, rounds: int, top
                 vis, txt = _vector(f"{doc}/v", VISUAL_DIM), _vector(f"{doc}/t", TEXT_DIM)
                 cid = kb.store.insert_chunk(doc, "document", parent_id=None, box=None, description=f"late case {n}",
                                             visual=vis, text=txt)
-                kb.vectors.add("visual", np.array([cid], np.int64), vis[None])
-                kb.vectors.add("text", np.array([cid], np.int64), txt[None])
+                kb.storage.spaces.add("visual", np.array([cid], np.int64), vis[None])
+                kb.storage.spaces.add("text", np.array([cid], np.int64), txt[None])
                 t = time.perf_counter()
                 kb.commit()  # 2 changed rows of 200k: the index files are not rewritten (KnowledgeBase.commit)
                 times["commit"].append((time.perf_counter() - t) * 1000.0)

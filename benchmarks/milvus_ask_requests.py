@@ -66,12 +66,12 @@ def main() -> None:
             kb.add_image(Image.fromarray(pixels[::3, ::3]), doc_id=f"IMG_{name}", caption=name,
                          sequence=f"s{i // 3}" if i % 3 == 0 or i % 3 == 1 else None)
         kb.commit()
-        counting = Counting(kb._client)
+        counting = Counting(kb.storage.client)
         for name in ("search", "query", "get", "hybrid_search", "query_iterator", "upsert", "delete", "flush"):
             counting.wrap(name)
         kira = Kira(kb)
         image = np.asarray(data.coffee())[20:-20, 20:-20]
-        print(f"{len(PHOTOS)} photos, {sum(kb.store.count_chunks().values())} chunks; counts during one warm ask\n")
+        print(f"{len(PHOTOS)} photos, {sum(kb.storage.rows.count_chunks().values())} chunks; counts during one warm ask\n")
         print("| variant | query image | searches | queries | gets | iterators | rows returned |")
         print("|---|---|---:|---:|---:|---:|---:|")
         for variant in [v for v in args.variants.split(",") if v]:

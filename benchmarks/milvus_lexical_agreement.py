@@ -52,7 +52,7 @@ def agreement(embedded, milvus, questions: list[str]) -> dict[str, float]:
         got = documents_of(milvus, ours.search(q, K).ids)
         same_order += got == want
         rows["kira_terms"].append(overlap(got, want))
-        raw_ids, _ = lexical_search(milvus._collection, q, K, levels=["document", "passage"])
+        raw_ids, _ = lexical_search(milvus.storage.collection, q, K, levels=["document", "passage"])
         rows["raw_description"].append(overlap(documents_of(milvus, raw_ids), want))
     return {"questions": len(questions), "kira_terms_overlap": float(np.mean(rows["kira_terms"])),
             "kira_terms_same_order": same_order / max(len(questions), 1),

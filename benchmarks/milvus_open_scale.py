@@ -74,7 +74,8 @@ def build(path: Path, n_chunks: int, uri: str | None = None) -> float:
     models = stack()
     t0 = time.perf_counter()
     kb = KnowledgeBase.create(path if uri is None else path.name, models=models, backend="milvus", uri=uri)
-    collection = kb._ensure_chunks()
+    storage = kb.external_writers()
+    collection = storage.collection
     # Milvus Lite's Python engine compacts in the background: on a loaded machine one 512-row upsert has taken
     # past the default 10 s deadline at 10k+ rows, so the build waits longer (a measurement, not a setting kira uses)
     collection.config = dataclasses.replace(collection.config, timeout=300.0)
@@ -101,8 +102,8 @@ def build(path: Path, n_chunks: int, uri: str | None = None) -> float:
                 source=None, caption=f"a photo of {words[k]}" if captioned else None, width=64, height=64,
                 metadata={}, tags=(), provenance={"source": "(benchmark)"})
         upsert_chunks(collection, records)
-        kb._records.put(documents)
-        kb.note_external_writes()
+        storage.records.put(documents)
+        storage.note_external_writes()
     kb.commit()
     kb.close()
     return time.perf_counter() - t0
@@ -128,7 +129,7 @@ def measure(path: str, uri: str | None = None) -> None:
     opened, opened_cpu = time.perf_counter() - t0, time.process_time() - c0
     rss_open = _rss_mb()
     kira = Kira(kb)
-    out = {"chunks": sum(kb.store.count_chunks().values()), "documents": len(kb), "open_s": round(opened, 2), "open_cpu_s": round(opened_cpu, 2),
+    out = {"chunks": sum(kb.storage.rows.count_chunks().values()), "documents": len(kb), "open_s": round(opened, 2), "open_cpu_s": round(opened_cpu, 2),
            "rss_before_mb": round(rss0), "rss_open_mb": round(rss_open)}
     for variant in ("dual_path", "full"):
         t0, c0 = time.perf_counter(), time.process_time()

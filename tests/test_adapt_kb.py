@@ -110,14 +110,23 @@ def test_bad_labels_and_states_are_refused_with_what_to_do(digits_kb):
             kb.adapt(_labels(truth, 3))
 
 
-def test_the_milvus_backend_refuses_adaptation_clearly():
-    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
+def test_the_milvus_backend_refuses_adaptation_clearly(tmp_path):
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    from milvus_fixtures import release_lite
 
-    kb = MilvusKnowledgeBase.__new__(MilvusKnowledgeBase)  # the refusal needs no server
-    with pytest.raises(ValueError, match="not supported on the Milvus backend.*embedded"):
-        kb.adapt({"a": "x", "b": "y"})
-    with pytest.raises(ValueError, match="Milvus backend"):
-        kb.classify(["a"])
+    kb = KnowledgeBase.create(tmp_path / "kb", models=FakeStack(), backend="milvus")
+    try:
+        with pytest.raises(ValueError, match="milvus backend.*kb.adapt on an embedded knowledge base"):
+            kb.adapt({"a": "x", "b": "y"})
+        with pytest.raises(ValueError, match="milvus backend.*kb.classify on an embedded"):
+            kb.classify(["a"])
+        with pytest.raises(ValueError, match="milvus backend.*set it on an embedded"):
+            kb.set_adapter(None)
+        assert kb.adapter is None and kb.adaptation is None
+    finally:
+        kb.close()
+        release_lite(tmp_path / "kb" / "milvus.db")
     assert kb.adaptation is None
 
 
@@ -135,8 +144,8 @@ def test_the_service_answers_through_the_adapter_kb_adapt_installed(digits_kb, m
     with KnowledgeBase.open(path, models=FakeStack()) as kb:
         kb.adapt(_labels(truth, 4))
         chunk = kb.store.document_chunk_ids(["7-9"])["7-9"]
-        adapted = kb.adapter.apply(kb.store.vectors("visual", [chunk], kb.vectors.dims["visual"]))[0]
-        assert kb.index("visual").dim == len(adapted) != kb.vectors.dims["visual"]
+        adapted = kb.adapter.apply(kb.store.vectors("visual", [chunk], kb.storage.spaces.dims["visual"]))[0]
+        assert kb.index("visual").dim == len(adapted) != kb.storage.spaces.dims["visual"]
     from sklearn.datasets import load_digits
 
     d = load_digits()

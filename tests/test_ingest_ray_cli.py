@@ -130,9 +130,9 @@ def test_the_ray_actor_writes_with_the_knowledge_bases_path_and_skips_with_reaso
     stack = load_default(prefer_cuda=False, threads=1)
     kb = KnowledgeBase.create(tmp_path / "kb", models=stack, backend="milvus")
     try:
-        collection = kb._ensure_chunks()
-        actor = KbEncodeAndWrite(asdict(collection.config), {
-            "threads": 1, "chunking": asdict(kb.config.chunking), "levels": list(kb.levels),
+        storage = kb.external_writers()
+        actor = KbEncodeAndWrite(asdict(storage.collection.config), {
+            "threads": 1, "config": kb.config.to_dict(), "levels": list(kb.levels),
             "caption_children": False, "captions": None, "root": str(folder), "image_encoder": None,
             "tags": _tags_of, "metadata": _metadata_of, "max_pixels": 200 * 200})
         paths = [str(folder / n) for n in ("broken.png", "camera.png", "coffee.png")]
@@ -141,7 +141,7 @@ def test_the_ray_actor_writes_with_the_knowledge_bases_path_and_skips_with_reaso
         assert out["status"].tolist() == ["skipped", "skipped", "added"]
         assert "pixels" in out["reason"][1] and out["reason"][0] and out["chunks"][2] > 1
         actor.client.close()
-        kb.note_external_writes()
+        storage.note_external_writes()
         kb.commit()
         doc = kb.documents(["coffee"])["coffee"]
         assert doc.caption == "a cup of coffee" and doc.tags == ("big",) and doc.metadata == {"file": "coffee.png"}

@@ -123,7 +123,7 @@ def test_a_two_node_ray_cluster_on_localhost_ingests_what_the_local_ingest_store
         assert a.store.chunks(ids) == b.store.chunks(ids)
         assert sorted(b.documents()) == sorted(names) and a.documents() == b.documents()
         pieces = [f"piece:{d}" for d in names]  # text pieces: written by the actors as by the local ingest
-        stored_a, stored_b = a._records.get(pieces), b._records.get(pieces)
+        stored_a, stored_b = a.storage.records.get(pieces), b.storage.records.get(pieces)
         assert sorted(stored_a) == sorted(stored_b) and len(stored_a) >= len(names) - 2
         for key in stored_a:
             ja, jb = json.loads(stored_a[key]), json.loads(stored_b[key])

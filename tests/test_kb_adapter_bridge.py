@@ -24,7 +24,7 @@ def test_set_adapter_reprojects_and_survives_reopen(tmp_path):
         assert kb.index("visual").dim == 16 and len(kb.index("visual")) == n
         assert Kira(kb).ask(image=flat(COLOURS["blue"]), variant="visual_only").evidence.items[0].doc_id == "blue"
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
-        assert kb.repair.clean and kb.index("visual").dim == 16
+        assert kb.storage.repair.clean and kb.index("visual").dim == 16
         assert type(kb.adapter).__name__ == "ProjectionHead" and kb.stats()["adapter"].endswith("ProjectionHead")
         np.testing.assert_allclose(kb.adapter.weight, head.weight)
         result = Kira(kb).ask(image=flat(COLOURS["green"]), variant="full")
@@ -57,7 +57,7 @@ def test_bridge_is_fitted_saved_and_refitted_when_the_kb_grows(tmp_path):
 
 
 def test_bridge_is_refitted_only_once_the_captioned_documents_changed_by_the_share(tmp_path, monkeypatch):
-    from kira.knowledge_base import kb_adaptation as kb_module
+    from kira.knowledge_base import adaptation as kb_module
     from kira.models.bridge import TextToImageBridge
 
     fits: list[int] = []

@@ -139,7 +139,7 @@ def test_text_and_image_together_answer_alike(kbs, stack, photos):
 
 
 def test_a_question_restricted_to_levels_answers_alike(kbs, stack, monkeypatch):
-    client = kbs["milvus"]._collection.client
+    client = kbs["milvus"].storage.collection.client
     filters = []
     real_search = client.search
 
@@ -172,7 +172,7 @@ def test_add_commit_remove_give_the_same_answers_and_remove_cascades(kbs, stack,
             kb.remove("coins_mirrored")
             kb.commit()
     mil = kbs["milvus"]
-    assert mil.store._chunks().count('doc_id == "coins_mirrored"') == 0  # every chunk of it went
+    assert mil.storage.collection.count('doc_id == "coins_mirrored"') == 0  # every chunk of it went
     assert not mil.store.has_document("coins_mirrored") and mil.thumbnail("coins_mirrored") is None
     gone = _ask_both(kbs, stack, "a tray of old coins", variant="dual_path")
     assert gone["milvus"] == gone["embedded"]

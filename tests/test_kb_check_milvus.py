@@ -39,8 +39,8 @@ def test_a_sound_milvus_knowledge_base_checks_clean_with_its_counts(lite_kb, cap
 
 def test_orphan_chunks_are_reported_and_removed_by_repair(lite_kb, capsys):
     with KnowledgeBase.open(lite_kb) as kb:  # what a crash between the chunks and the record leaves
-        kb._records.delete(["doc:cat", "thumb:cat"])
-        kb.note_external_writes()
+        kb.storage.records.delete(["doc:cat", "thumb:cat"])
+        kb.storage.note_external_writes()
         assert len(kb) == 2  # documents are counted by their records: the orphans are not (issue 34.4)
     report = check(lite_kb)
     [finding] = report.findings
@@ -55,8 +55,8 @@ def test_a_record_without_chunks_is_reported_and_not_repairable(lite_kb, capsys)
     from kira.knowledge_base.milvus.writes import delete_documents
 
     with KnowledgeBase.open(lite_kb) as kb:
-        delete_documents(kb._collection, ["coffee"])
-        kb.note_external_writes()
+        delete_documents(kb.storage.collection, ["coffee"])
+        kb.storage.note_external_writes()
     report = check(lite_kb, repair=True)
     assert [f.where for f in report.remaining] == ["document records"]
     assert "['coffee']" in report.remaining[0].problem and not report.fixed

@@ -96,7 +96,7 @@ def test_a_knowledge_base_whose_path_is_not_utf8_saves_and_reopens(tmp_path):
         kb.add_image(photo(1), doc_id="cat")
         kb.commit(checkpoint=True)
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
-        assert kb.repair.clean and len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual"))
+        assert kb.storage.repair.clean and len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual"))
 
 
 def test_caption_text_that_is_not_valid_unicode_is_cleaned_and_bytes_refused(tmp_path):
@@ -165,7 +165,7 @@ def test_a_nan_vector_in_the_database_is_left_out_and_named(kb_path, caplog):
         (kb_path / f"{space}.index").unlink()  # the index is rebuilt from the database
     with caplog.at_level("WARNING"), KnowledgeBase.open(kb_path, models=FakeStack(), read_only=True) as kb:
         assert not kb.index("visual").contains(chunk)
-        assert kb.vectors.damaged["visual"] == {chunk: "NaN or inf values"}
+        assert kb.storage.spaces.damaged["visual"] == {chunk: "NaN or inf values"}
         assert len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual")) - 1
     assert f"chunk {chunk} (NaN" in caplog.text
 
@@ -224,7 +224,7 @@ def test_an_older_index_file_with_the_same_row_count_is_not_taken_as_current(kb_
         shutil.copy(old / f"{space}.index", kb_path)  # the manifest still names the current generation
     assert {s: len(_core.FlatIndex.load(kb_path / f"{s}.index")) for s in sizes} == sizes
     with KnowledgeBase.open(kb_path, models=FakeStack(), read_only=True) as kb:
-        assert not kb.repair.clean
+        assert not kb.storage.repair.clean
         for space in ("visual", "text"):
             assert set(kb.index(space).ids().tolist()) == set(kb.store.chunk_ids(space=space).tolist())
 
@@ -274,10 +274,10 @@ def test_a_manifest_without_id_digests_is_verified_once_then_upgraded(kb_path):
         del entry["ids"]  # as an older kira wrote it
     (kb_path / "manifest.json").write_text(json.dumps(manifest))
     with KnowledgeBase.open(kb_path, models=FakeStack()) as kb:
-        assert kb.repair.clean and kb.vectors.manifest_outdated
+        assert kb.storage.repair.clean and kb.storage.spaces.manifest_outdated
     assert all("ids" in e for e in json.loads((kb_path / "manifest.json").read_text())["spaces"].values())
     with KnowledgeBase.open(kb_path, models=FakeStack(), read_only=True) as kb:
-        assert not kb.vectors.manifest_outdated
+        assert not kb.storage.spaces.manifest_outdated
 
 
 class _Halve:

@@ -160,7 +160,7 @@ def test_knowledge_base_lexical_follows_adds_removals_commits_and_rollbacks(tmp_
     monkeypatch.setattr(LexicalIndex, "build", classmethod(lambda cls, ids, texts: built.append(1) or build(cls, ids, texts)))
 
     def scratch(kb: KnowledgeBase) -> LexicalIndex:
-        return build(LexicalIndex, *kb._lexical_texts(0, kb.store.max_chunk_id()))
+        return build(LexicalIndex, *kb.views.lexical_texts(0, kb.store.max_chunk_id()))
 
     rollbacks = 0
     try:
@@ -207,9 +207,9 @@ def test_the_document_chunk_map_follows_adds_and_removals(tmp_path):
             if step == 2:
                 kb.remove("d0")
             kb.commit()
-            keys, values = kb._document_chunk_map()
+            keys, values = kb.views.document_chunk_map()
             assert (keys.tolist(), values.tolist()) == scratch()
-            assert kb._derived["doc_chunk_map"][2][0] is keys  # kept across the commit, to be updated next time
+            assert kb.views.kept["doc_chunk_map"][2][0] is keys  # kept across the commit, to be updated next time
         doc = kb.store.document_chunk_ids(["d1"])["d1"]
         parts = [c for c, r in kb.store.chunks(kb.store.chunk_ids()).items() if r.doc_id == "d1"]
         assert set(kb.document_chunk_of(np.array(parts)).tolist()) == {doc}
@@ -224,7 +224,7 @@ def test_level_ids_are_kept_across_commits_and_follow_adds_and_removals(tmp_path
             kb.commit()
             for levels in (["region", "patch"], ["document"]):
                 assert kb.level_ids(levels).tolist() == kb.store.chunk_ids(levels=levels).tolist()
-        assert "levels:patch,region" in kb._derived and "levels:document" in kb._derived
+        assert "levels:patch,region" in kb.views.kept and "levels:document" in kb.views.kept
         kb.remove("d3")
         kb.rollback()  # drops the kept views: they may hold what the rollback undid
-        assert not kb._derived and kb.level_ids(["document"]).tolist() == kb.store.chunk_ids(levels=["document"]).tolist()
+        assert not kb.views.kept and kb.level_ids(["document"]).tolist() == kb.store.chunk_ids(levels=["document"]).tolist()

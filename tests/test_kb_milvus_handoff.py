@@ -1,5 +1,5 @@
-"""Milvus Lite hand-off (issue 33.5): a knowledge base closed in one process can be opened by another; and what
-the Milvus backend refuses clearly (store_text_pieces, issue 33 'measured gaps')."""
+"""Milvus Lite hand-off (issue 33.5): a knowledge base closed in one process can be opened by another; and its
+ingest stores the text pieces the embedded one stores (store_text_pieces on both: tests/test_kb_every_backend.py)."""
 
 from __future__ import annotations
 
@@ -83,15 +83,8 @@ def test_cli_ingest_with_milvus_after_a_python_process_created_and_closed_it(tmp
     assert "2 document(s)" in proc.stdout
 
 
-def test_store_text_pieces_on_milvus_refuses_saying_why(tmp_path):
-    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(), backend="milvus") as kb:
-        kb.add_image(_photo(tmp_path / "a.png", 0))
-        with pytest.raises(ValueError, match="not supported on the Milvus backend.*verifier encodes the evidence"):
-            kb.store_text_pieces()
-
-
 def test_milvus_ingest_stores_the_text_pieces_the_embedded_one_stores(tmp_path):
-    """The local Milvus ingest (and the Ray actors, which write with the same encode_items) store each document's
+    """The local Milvus ingest (and the Ray actors, which write with the same prepare_batch) store each document's
     text pieces, equal to the embedded knowledge base's; the grounding stage reads them (issue 33 gaps)."""
     from kira.pipeline.grounding_stages import stored_piece_vectors
 
@@ -109,7 +102,7 @@ def test_milvus_ingest_stores_the_text_pieces_the_embedded_one_stores(tmp_path):
         assert want and sorted(want) == sorted(got)
         assert all(np.allclose(want[k], got[k], atol=1e-6) for k in want)
         mil.remove("p0")
-        assert not mil._records.get(["piece:p0"])
+        assert not mil.storage.records.get(["piece:p0"])
         class Item:
             doc_id, summary = "p1", emb.store.descriptions(["p1"])["p1"][0]
         assert stored_piece_vectors(mil, [Item()], dim)

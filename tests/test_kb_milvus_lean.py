@@ -16,7 +16,6 @@ pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
 from kira.knowledge_base.milvus.lexical import lexical_field, names_field  # noqa: E402
-from kira.knowledge_base.milvus.stored_views import refit_due  # noqa: E402
 from milvus_fixtures import release_lite  # noqa: E402
 
 PHOTOS = {  # skimage.data photo -> (caption, metadata, sequence, multiview set)
@@ -49,12 +48,6 @@ def test_names_field_holds_the_words_of_doc_id_group_ids_and_single_token_metada
                                                                      "flag": True, "k": 3})
     assert names.split() == ["1005", "3", "img", "p017", "s017"]
     assert names_field("region", "IMG_1005", ["temporal:P017"], {}) == ""
-
-
-def test_refit_due_follows_the_embedded_rule():
-    assert not refit_due(None, 1)
-    assert refit_due(None, 2) and refit_due(1, 5)
-    assert not refit_due(100, 105) and refit_due(100, 106)
 
 
 def _build(kb, tmp_path):
@@ -151,7 +144,7 @@ def test_the_bridge_is_stored_at_commit_and_a_reader_loads_it_without_fitting(bo
     from kira.models.bridge import TextToImageBridge
 
     embedded, milvus = both
-    info = stored_bridge_info(milvus._records)
+    info = stored_bridge_info(milvus.storage.records)
     assert info["fitted_on"] == 8 and info["parts"] >= 1  # the 8 captioned photos (the manual has no image)
     probe = np.random.default_rng(0).standard_normal((2, embedded.bridge().text_dim)).astype(np.float32)
     expected = embedded.bridge().encode_vectors(probe)  # fitted on the same pairs in the embedded knowledge base
@@ -171,38 +164,36 @@ def test_a_damaged_stored_bridge_is_refused_naming_the_fix(both):
     from kira.knowledge_base.milvus.stored_views import BRIDGE_PART, load_bridge, stored_bridge_info
 
     _, milvus = both
-    first = f"{BRIDGE_PART}{stored_bridge_info(milvus._records)['fit']}:0"
-    part = milvus._records.get_one(first)
-    milvus._records.delete([first])
+    first = f"{BRIDGE_PART}{stored_bridge_info(milvus.storage.records)['fit']}:0"
+    part = milvus.storage.records.get_one(first)
+    milvus.storage.records.delete([first])
     try:
         with pytest.raises(ValueError, match="incomplete.*commit the knowledge base again"):
-            load_bridge(milvus._records)
+            load_bridge(milvus.storage.records)
     finally:
-        milvus._records.put({first: part})
-    assert load_bridge(milvus._records) is not None
+        milvus.storage.records.put({first: part})
+    assert load_bridge(milvus.storage.records) is not None
 
 
 def test_a_collection_without_kira_terms_keeps_the_in_process_views(tmp_path, monkeypatch):
     """A knowledge base made before kira stored its terms (format 1: no ``__terms`` collection) still opens and
     answers lexical questions, with kira's in-process index."""
-    import dataclasses
-
     from kira.knowledge_base import KnowledgeBase
     from kira.knowledge_base.lexical import LexicalIndex
-    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
     from kira.models import load_default
 
-    made = MilvusKnowledgeBase._milvus_config
-    monkeypatch.setattr(MilvusKnowledgeBase, "_milvus_config",
-                        lambda self, dims: dataclasses.replace(made(self, dims), kira_terms=False))
+    from kira.knowledge_base.milvus import schema
+
+    made = schema.MilvusConfig
+    monkeypatch.setattr(schema, "MilvusConfig", lambda **fields: made(**{**fields, "kira_terms": False}))
     kb = KnowledgeBase.create(tmp_path / "old", models=load_default(), backend="milvus")
     _build(kb, tmp_path)
-    assert not kb._client.has_collection(f"{kb.name}__terms")
+    assert not kb.storage.client.has_collection(f"{kb.storage.name}__terms")
     kb.close()
     monkeypatch.undo()
     kb = KnowledgeBase.open(tmp_path / "old", read_only=True)
     try:
-        assert not kb._collection.config.kira_terms and isinstance(kb.lexical(), LexicalIndex)
+        assert not kb.storage.collection.config.kira_terms and isinstance(kb.lexical(), LexicalIndex)
         hits = kb.lexical().search("a cup of coffee", 5)
         assert _chunks(kb, hits.ids)[0] == ("coffee", "document")
         assert sorted(kb.identifier_postings("what does coffee show")) == ["coffee"]
@@ -265,11 +256,11 @@ def test_a_smaller_bridge_stored_over_a_larger_one_leaves_no_stale_parts():
     big, small = TextToImageBridge(), TextToImageBridge()
     big.fit(rng.standard_normal((40, 96)).astype(np.float32), rng.standard_normal((40, 400)).astype(np.float32))
     small.fit(rng.standard_normal((40, 8)).astype(np.float32), rng.standard_normal((40, 4)).astype(np.float32))
-    assert store_bridge(records, big, 40)["parts"] > 1
-    info = store_bridge(records, small, 41)
-    assert info["parts"] == 1 and info["fitted_on"] == 41
+    assert store_bridge(records, big, 40, 3)["parts"] > 1
+    info = store_bridge(records, small, 41, 4)
+    assert info["parts"] == 1 and info["fitted_on"] == 41 and info["generation"] == 4
     assert sorted(k for k in records.rows if k.startswith(BRIDGE_PART)) == [f"{BRIDGE_PART}{info['fit']}:0"]
     probe = rng.standard_normal((3, 8)).astype(np.float32)
     np.testing.assert_allclose(load_bridge(records).encode_vectors(probe), small.encode_vectors(probe), atol=1e-6)
-    assert store_no_bridge(records, 1)["parts"] == 0 and load_bridge(records) is None
+    assert store_no_bridge(records, 1, 5)["parts"] == 0 and load_bridge(records) is None
     assert not [k for k in records.rows if k.startswith(BRIDGE_PART)]

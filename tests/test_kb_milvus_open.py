@@ -96,7 +96,8 @@ def test_without_pymilvus_the_error_names_the_extra(monkeypatch, tmp_path):
 
 
 def test_a_batch_written_again_duplicates_nothing_and_passages_are_stored(uri):
-    from kira.knowledge_base.milvus.kb_writes import encode_items, write_items
+    from kira.knowledge_base.milvus.kb_writes import milvus_rows, write_items
+    from kira.knowledge_base.writing import prepare_batch
 
     kb = KnowledgeBase.create("kb", models=FakeStack(), backend="milvus", uri=uri)
     try:
@@ -108,8 +109,9 @@ def test_a_batch_written_again_duplicates_nothing_and_passages_are_stored(uri):
         chunks = kb.stats()["chunks"]
         assert chunks["passage"] == 2
         item = {"pixels": flat(GREEN), "doc_id": "green", "caption": "green lawn", "tags": (), "metadata": {}}
-        batch = encode_items(kb.models, [item], [50], chunking=kb.config.chunking, levels=kb.levels)
-        assert write_items(kb._collection, kb._records, batch) == write_items(kb._collection, kb._records, batch)
+        batch = milvus_rows(prepare_batch(kb.models, [item], config=kb.config, levels=kb.levels), [50])
+        storage = kb.storage
+        assert write_items(storage.collection, storage.records, batch) == write_items(storage.collection, storage.records, batch)
         kb.commit()
         after = kb.stats()["chunks"]
         assert after["document"] == chunks["document"] + 1 and after["patch"] == 2 * chunks["patch"]

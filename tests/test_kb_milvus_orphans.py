@@ -62,12 +62,12 @@ def test_a_reader_does_not_count_the_orphan_and_the_next_writer_removes_it(tmp_p
     path = _crashed_kb(tmp_path)
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
         assert len(kb) == 1 and sorted(kb.documents()) == ["red"]
-        assert find_orphans(kb) == ["green"]  # named by the journal the stopped writer left
+        assert find_orphans(kb.storage) == ["green"]  # named by the journal the stopped writer left
     assert "were being written when a writer stopped" in caplog.text
     with KnowledgeBase.open(path, models=FakeStack()) as kb:  # a writer: recovered at open
-        assert find_orphans(kb, everywhere=True) == []
+        assert find_orphans(kb.storage, everywhere=True) == []
         assert _cited(kb, GREEN) == {"red"} and len(kb) == 1
-        assert not list(kb._records.prefixed("pending:"))
+        assert not list(kb.storage.records.prefixed("pending:"))
         kb.add_image(flat(GREEN), doc_id="green")  # and the id can be added again
         assert len(kb) == 2 and "green" in _cited(kb, GREEN)
 
@@ -75,7 +75,7 @@ def test_a_reader_does_not_count_the_orphan_and_the_next_writer_removes_it(tmp_p
 def test_orphans_without_a_journal_are_found_everywhere_and_removed(tmp_path):
     path = _crashed_kb(tmp_path)
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
-        keys = [k for k, _ in kb._records.prefixed("pending:")]
+        keys = [k for k, _ in kb.storage.records.prefixed("pending:")]
     from pymilvus import MilvusClient
 
     client = MilvusClient(uri=str(path / "milvus.db"))
@@ -85,16 +85,16 @@ def test_orphans_without_a_journal_are_found_everywhere_and_removed(tmp_path):
 
     release_lite(path / "milvus.db")
     with KnowledgeBase.open(path, models=FakeStack()) as kb:
-        assert find_orphans(kb) == [] and find_orphans(kb, everywhere=True) == ["green"]
-        assert remove_orphans(kb) == ["green"]
-        assert find_orphans(kb, everywhere=True) == [] and _cited(kb, GREEN) == {"red"}
+        assert find_orphans(kb.storage) == [] and find_orphans(kb.storage, everywhere=True) == ["green"]
+        assert remove_orphans(kb.storage) == ["green"]
+        assert find_orphans(kb.storage, everywhere=True) == [] and _cited(kb, GREEN) == {"red"}
 
 
 def test_remove_deletes_an_orphan_by_its_id(tmp_path):
     path = _crashed_kb(tmp_path)
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
-        keys = [k for k, _ in kb._records.prefixed("pending:")]
-        assert json.loads(dict(kb._records.prefixed("pending:"))[keys[0]]) == ["green"]
+        keys = [k for k, _ in kb.storage.records.prefixed("pending:")]
+        assert json.loads(dict(kb.storage.records.prefixed("pending:"))[keys[0]]) == ["green"]
     from pymilvus import MilvusClient
 
     client = MilvusClient(uri=str(path / "milvus.db"))

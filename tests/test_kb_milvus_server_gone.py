@@ -50,14 +50,14 @@ def test_a_server_killed_mid_ingest_gives_a_clear_error_and_loses_nothing_commit
     try:
         kb = KnowledgeBase.create("gone", models=models, backend="milvus", uri=uri)
         batches = []
-        add_images, put = kb._add_images, kb._records.put
+        add_items, put = kb.add_items, kb.storage.records.put
 
         def third_batch_kills(items):
             batches.append([item["doc_id"] for item in items])
             if len(batches) == 3 and when == "before a batch":
                 proc.kill()
                 proc.wait()
-            return add_images(items)
+            return add_items(items)
 
         def kill_before_records(values):
             if len(batches) == 3 and when != "before a batch" and any(k.startswith("doc:") for k in values):
@@ -65,14 +65,14 @@ def test_a_server_killed_mid_ingest_gives_a_clear_error_and_loses_nothing_commit
                 proc.wait()
             return put(values)
 
-        kb._add_images = third_batch_kills
-        kb._records.put = kill_before_records
+        kb.add_items = third_batch_kills
+        kb.storage.records.put = kill_before_records
         with pytest.raises(MilvusUnavailable, match=r"stopped answering.*committed up to generation 2 is kept") as err:
             kb.ingest(photo_folder, batch_size=2, progress=False)
         assert uri in str(err.value) and "ingest the same files again" in str(err.value)
         assert isinstance(err.value, ConnectionError)
         committed = sorted(d for batch in batches[:2] for d in batch)
-        kb._records = None  # the client's server is gone: nothing to close cleanly
+        # not closed: its server is gone, so there is nothing to close cleanly
     finally:
         proc.kill()
         proc.wait()
@@ -82,15 +82,15 @@ def test_a_server_killed_mid_ingest_gives_a_clear_error_and_loses_nothing_commit
         kb = KnowledgeBase.open("gone", models=models, backend="milvus", uri=uri)
         try:
             assert sorted(kb.documents()) == committed  # every committed document, whole
-            per_doc = {d: kb.store.query_all(f'doc_id == "{d}"', ["id"]) for d in committed}
+            per_doc = {d: kb.storage.rows.query_all(f'doc_id == "{d}"', ["id"]) for d in committed}
             assert all(len(rows) > 1 for rows in per_doc.values())
-            assert kb.store.count_documents() == len(committed)
+            assert kb.storage.rows.count_documents() == len(committed)
             summary = kb.ingest(photo_folder, batch_size=2, progress=False)  # the same files again
             assert sorted(summary.added) == sorted(set(PHOTOS) - set(committed))
             assert sorted(kb.documents()) == sorted(PHOTOS)
-            rows = kb.store.query_all("id >= 0", ["id", "doc_id"])
+            rows = kb.storage.rows.query_all("id >= 0", ["id", "doc_id"])
             assert len({r["id"] for r in rows}) == len(rows)
-            again = {d: kb.store.query_all(f'doc_id == "{d}"', ["id"]) for d in committed}
+            again = {d: kb.storage.rows.query_all(f'doc_id == "{d}"', ["id"]) for d in committed}
             assert {d: sorted(r["id"] for r in v) for d, v in again.items()} == \
                 {d: sorted(r["id"] for r in v) for d, v in per_doc.items()}  # committed chunks untouched
         finally:

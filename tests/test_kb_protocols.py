@@ -9,7 +9,8 @@ import pytest
 from pipeline_fakes import FakeStack, flat
 
 from kira.knowledge_base import KnowledgeBase
-from kira.knowledge_base.protocols import PROTOCOL_NAMES, KnowledgeBaseLike, StoreReads
+from kira.knowledge_base.protocols import PROTOCOL_NAMES, KnowledgeBaseLike
+from kira.knowledge_base.storage import Storage, StoredRows
 
 PACKAGES = ("pipeline", "reasoning", "serve")
 ROOT = Path(__file__).resolve().parents[1] / "python" / "kira"
@@ -40,7 +41,8 @@ def test_no_stage_reads_past_the_seam_into_the_store():
 def test_the_embedded_knowledge_base_satisfies_the_protocol_unchanged(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
         kb.add_image(flat((1, 0, 0)), doc_id="red", caption="red card")
-        assert isinstance(kb, KnowledgeBaseLike) and isinstance(kb.store, StoreReads)
+        assert isinstance(kb, KnowledgeBaseLike) and isinstance(kb.storage, Storage)
+        assert isinstance(kb.storage.rows, StoredRows)
 
 
 def test_the_milvus_knowledge_base_satisfies_the_protocol(tmp_path):
@@ -50,7 +52,8 @@ def test_the_milvus_knowledge_base_satisfies_the_protocol(tmp_path):
 
     kb = KnowledgeBase.create(tmp_path / "kb", models=FakeStack(), backend="milvus")
     try:
-        assert isinstance(kb, KnowledgeBaseLike) and isinstance(kb.store, StoreReads)
+        assert isinstance(kb, KnowledgeBaseLike) and isinstance(kb.storage, Storage)
+        assert isinstance(kb.storage.rows, StoredRows)
         assert not isinstance(object(), KnowledgeBaseLike)
     finally:
         kb.close()

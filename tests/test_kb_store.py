@@ -60,7 +60,7 @@ def test_reopen_loads_indexes_without_rebuild(tmp_path):
     manifest = json.loads((path / "manifest.json").read_text())
     kb2 = KnowledgeBase.open(path, models=FakeStack(), read_only=True)
     try:
-        assert kb2.repair is not None and kb2.repair.clean
+        assert kb2.storage.repair is not None and kb2.storage.repair.clean
         assert manifest["generation"] == kb2.store.generation()
         after = kb2.index("visual").search(kb2.visual_query(FakeStack().image.encode([flat(RED)]))[0], 3)
         np.testing.assert_array_equal(before[0], after[0])
@@ -80,8 +80,8 @@ def test_stale_index_files_are_repaired_from_stored_vectors(tmp_path):
         (path / name).write_bytes(data)
     stack = FakeStack()
     with KnowledgeBase.open(path, models=stack, read_only=True) as kb:
-        assert not kb.repair.clean
-        assert kb.repair.added["visual"] > 0 and kb.repair.removed["visual"] > 0
+        assert not kb.storage.repair.clean
+        assert kb.storage.repair.added["visual"] > 0 and kb.storage.repair.removed["visual"] > 0
         ids = set(kb.index("visual").ids().tolist())
         assert ids == set(kb.store.chunk_ids(space="visual").tolist())
         assert {r.doc_id for r in kb.store.chunks(list(ids)).values()} == {"b"}
@@ -183,7 +183,7 @@ def test_killed_mid_ingest_loses_only_the_batch_in_flight(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     with KnowledgeBase.open(path, models=FakeStack()) as kb:
         assert sorted(d for d in kb.documents()) == ["img0", "img1", "img2", "img3"]  # two committed batches
-        assert kb.repair.added["visual"] == len(kb.store.chunk_ids(space="visual"))  # indexes rebuilt from BLOBs
+        assert kb.storage.repair.added["visual"] == len(kb.store.chunk_ids(space="visual"))  # indexes rebuilt from BLOBs
         query = kb.visual_query(FakeStack().image.encode([flat(GREEN)]))[0]
         ids, _ = kb.index("visual").search(query, 1, allow=kb.level_ids(["document"]))
         assert kb.store.chunks(ids[0])[int(ids[0][0])].doc_id == "img1"
@@ -251,7 +251,7 @@ def test_hnsw_knowledge_base_round_trip(tmp_path):
             kb.add_image(flat(c), doc_id=name, caption=name)
         kb.remove("green")
     with KnowledgeBase.open(path, models=FakeStack(), read_only=True) as kb:
-        assert kb.repair.clean and type(kb.index("visual")).__name__ == "HNSWIndex"
+        assert kb.storage.repair.clean and type(kb.index("visual")).__name__ == "HNSWIndex"
         query = kb.visual_query(FakeStack().image.encode([flat(BLUE)]))[0]
         ids, _ = kb.index("visual").search(query, 1, allow=kb.level_ids(["document"]))
         assert kb.store.chunks(ids[0])[int(ids[0][0])].doc_id == "blue"
@@ -279,7 +279,7 @@ def test_exception_mid_ingest_keeps_committed_batches_and_reports_the_rest(tmp_p
         assert [p for p, _ in summary.skipped] == [str(folder / "img2.png"), str(folder / "img3.png")]
         assert all("encoder crashed" in reason for _, reason in summary.skipped)
     with KnowledgeBase.open(path, models=FakeStack(image=BreaksAfterFirstBatch()), read_only=True) as kb:  # its encoder
-        assert kb.repair.clean and sorted(kb.documents()) == ["img0", "img1"]
+        assert kb.storage.repair.clean and sorted(kb.documents()) == ["img0", "img1"]
         assert len(kb.index("visual")) == len(kb.store.chunk_ids(space="visual"))
 
 
@@ -307,7 +307,7 @@ def test_a_version_1_database_is_migrated_by_a_writer_and_read_as_it_is(tmp_path
         assert kb.store.schema_version() == SCHEMA_VERSION and {"chunks_with_visual", "chunks_with_text"} <= indexes(kb)
         plan = kb.store.conn.execute("EXPLAIN QUERY PLAN SELECT id FROM chunks WHERE visual IS NOT NULL ORDER BY id")
         assert "chunks_with_visual" in " ".join(str(row) for row in plan.fetchall())
-        assert kb.repair.clean and sorted(kb.documents()) == ["blue", "red"]
+        assert kb.storage.repair.clean and sorted(kb.documents()) == ["blue", "red"]
 
 
 def test_a_database_from_a_newer_kira_is_refused(tmp_path):

@@ -20,9 +20,9 @@ COLOURS = {"red": (1, 0, 0), "green": (0, 1, 0), "blue": (0, 0, 1), "yellow": (1
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory):
+def kb(tmp_path_factory, kb_factory):
     """Six patients, one colour each, two studies per patient; captions name the patient and the colour."""
-    base = KnowledgeBase.create(tmp_path_factory.mktemp("anchoring") / "kb", models=FakeStack())
+    base = kb_factory(tmp_path_factory.mktemp("anchoring") / "kb", models=FakeStack())
     for n, (name, colour) in enumerate(COLOURS.items(), start=1):
         for study in (0, 1):
             shade = tuple(0.9 * c if study else c for c in colour)

@@ -15,9 +15,9 @@ RED, GREEN, BLUE, YELLOW = (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 0)
 
 
 @pytest.fixture(scope="session")
-def kb(tmp_path_factory):
+def kb(tmp_path_factory, kb_factory):
     path = tmp_path_factory.mktemp("pipeline") / "kb"
-    base = KnowledgeBase.create(path, models=FakeStack())
+    base = kb_factory(path, models=FakeStack())
     base.add_image(flat(RED, spot=(BLUE, 8, 8, 20)), doc_id="red_t0", caption="red card scan", tags=["red"],
                    sequence=("patient-1", 0))
     base.add_image(flat(RED), doc_id="red_t1", caption="red card follow-up", tags=["red"], sequence=("patient-1", 1))

@@ -110,7 +110,7 @@ def test_patch_pieces_are_stored_too_when_the_config_asks(tmp_path):
 def test_stored_pieces_holds_back_what_its_rule_says(rule):
     from kira.config import ChunkingConfig
     from kira.knowledge_base.batch_encode import encode_batch
-    from kira.knowledge_base.kb_writing import piece_levels, stored_pieces
+    from kira.knowledge_base.pieces import piece_levels, stored_pieces
 
     stack = FakeStack(text=HashingTextEncoder())
     items = [dict(pixels=photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"], tags=(), metadata={},

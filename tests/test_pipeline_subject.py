@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from pipeline_fakes import FakeStack, flat
 
-from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import VARIANTS, Kira
 from kira.reasoning.subject import SIMILAR_HEADING, enforce_subject
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
@@ -38,10 +37,10 @@ def test_without_similar_cases_the_answer_is_unchanged():
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory):
+def kb(tmp_path_factory, kb_factory):
     """Two subjects (sequences) S101 and S202. Only S202's records state a finding; S101's state only
     what was done. Both look alike (red), so retrieval for S101 finds S202's records too."""
-    base = KnowledgeBase.create(tmp_path_factory.mktemp("subject") / "kb", models=FakeStack())
+    base = kb_factory(tmp_path_factory.mktemp("subject") / "kb", models=FakeStack())
     base.add_image(flat(RED), doc_id="S101-v0", caption="subject S101 visit 0: routine record",
                    sequence=("S101", 0))
     base.add_image(flat(RED, spot=(BLUE, 8, 8, 12)), doc_id="S101-v1", caption="subject S101 visit 1: routine record",

@@ -44,12 +44,12 @@ def test_after_warm_an_ask_builds_no_derived_view(tmp_path, monkeypatch):
         _fill(kb)
         kira = Kira(kb)
         seconds = kira.warm()
-        from kira.knowledge_base.kb_views import DERIVED_VIEWS
+        from kira.knowledge_base.views import DERIVED_VIEWS
 
         assert {spec.name for spec in DERIVED_VIEWS} | {"fine_levels", "concepts"} <= set(seconds)
         assert {"lexical", "document_groups", "compounds"} <= set(seconds)
         assert all(s >= 0 for s in seconds.values())
-        warmed = set(map(str, kb._caches))
+        warmed = set(map(str, kb.views.caches))
         builds: list[str] = []
         build, group_map = lexical_module.LexicalIndex.build, _core.GroupMap
         monkeypatch.setattr(lexical_module.LexicalIndex, "build",
@@ -57,7 +57,7 @@ def test_after_warm_an_ask_builds_no_derived_view(tmp_path, monkeypatch):
         monkeypatch.setattr(_core, "GroupMap", lambda *a: builds.append("groups") or group_map(*a))
         _answers(kira)
         assert builds == []
-        assert set(map(str, kb._caches)) == warmed  # every view the asks read was already there
+        assert set(map(str, kb.views.caches)) == warmed  # every view the asks read was already there
         kira.warm()  # nothing new committed: nothing is rebuilt
         assert builds == []
 
@@ -68,7 +68,7 @@ def test_warm_answers_as_cold_and_sees_the_latest_commit(tmp_path):
         kira = Kira(kb)
         cold = _answers(kira)
         kb.commit()  # drops the views the cold asks built
-        assert not kb._caches or set(kb._caches) <= {"bridge"}
+        assert not kb.views.caches or set(kb.views.caches) <= {"bridge"}
         kira.warm()
         assert _answers(kira) == cold
         before = len(kb.lexical())
@@ -97,8 +97,8 @@ def test_a_reader_warms_after_refresh(tmp_path):
 def test_warm_reads_the_bridge_back_for_a_stack_without_a_text_tower(tmp_path):
     with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(image_text=None)) as kb:
         _fill(kb)
-        kb._caches.clear()  # as after a reader's refresh
-        assert "bridge" in Kira(kb).warm() and kb._caches["bridge"] is not None
+        kb.views.caches.clear()  # as after a reader's refresh
+        assert "bridge" in Kira(kb).warm() and kb.views.caches["bridge"] is not None
     with KnowledgeBase.create(tmp_path / "kb2", models=FakeStack()) as kb:
         _fill(kb)
         assert "bridge" not in kb.warm()  # the stack maps text into image space itself

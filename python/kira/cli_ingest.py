@@ -117,9 +117,9 @@ def _open_for_ingest(args: argparse.Namespace, path: Path, models: Any) -> tuple
 
     token = os.environ.get("KIRA_MILVUS_TOKEN", "")
     if args.uri:
-        from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
+        from kira.knowledge_base.opening import exists as kb_exists
 
-        exists = MilvusKnowledgeBase.exists(args.kb, uri=args.uri, token=token)
+        exists = kb_exists(args.kb, uri=args.uri, token=token)
     else:
         exists = is_knowledge_base(path)
     if exists:

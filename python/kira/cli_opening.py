@@ -26,15 +26,10 @@ def model_stack(models_dir: str | None, *, ocr: bool = False, kb: str | None = N
 
 def recorded_models(kb: str | None, uri: str | None) -> dict[str, str]:
     """The models the existing knowledge base `kb` records ({} where there is none yet)."""
-    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
-    from kira.knowledge_base.opening import built_with, is_knowledge_base
+    from kira.knowledge_base.opening import built_with, exists
 
-    if kb is None:
-        return {}
-    if uri is None and not is_knowledge_base(kb):
-        return {}
     token = os.environ.get("KIRA_MILVUS_TOKEN", "")
-    if uri is not None and not MilvusKnowledgeBase.exists(kb, uri=uri, token=token):
+    if kb is None or not exists(kb, uri=uri, token=token):
         return {}
     return built_with(kb, uri=uri, token=token)
 

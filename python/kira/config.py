@@ -173,7 +173,7 @@ class GroundingConfig(_Checked):
     critic_midpoint: float = _f(0.45, -1, 1)
     critic_overlap_weight: float = _f(2.0, 0)
     # Text pieces (what the verifier compares claims with) encoded at ingest, so an ask encodes only its claims
-    # (and the appearance parts and region / patch own pieces of what it cites: kb_writing.stored_pieces);
+    # (and the appearance parts and region / patch own pieces of what it cites: kira.knowledge_base.pieces.stored_pieces);
     # off: a faster bulk ingest (the pieces cost ~0.1 CPU-s per uncaptioned photo), KnowledgeBase.store_text_pieces()
     # fills them in later, and until then the verifier encodes the evidence it meets (same scores)
     pieces_at_ingest: bool = _f(True)

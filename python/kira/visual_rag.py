@@ -136,7 +136,7 @@ class VisualRAG:
     def build(self) -> None:
         """Chunk, embed and index every queued image (one batch), and commit."""
         if self._pending:
-            self.kb._add_images(self._pending)
+            self.kb.add_items(self._pending)
             self._pending = []
         self.kb.commit()
 

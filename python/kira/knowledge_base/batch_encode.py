@@ -1,7 +1,7 @@
 """Chunk, describe and encode a batch of images: the one path every ingest takes.
 
 The knowledge base's own writes (`KnowledgeBase.add_image`, `ingest`) and the Milvus
-backend's distributed ingest (kira.knowledge_base.milvus.encode, in Ray actors) both call
+backend's distributed ingest (kira.ray_ingest, in Ray actors) both call
 `encode_batch`, so a chunk's vectors and description are the same whichever stores them.
 Per image: the chunk plan (document, regions, patches), OCR lines when the stack reads
 text, the descriptions, one forward pass for every chunk's visual vector when the image

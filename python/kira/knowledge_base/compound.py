@@ -11,7 +11,7 @@ doc id) and each document's multiview set.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -66,47 +66,3 @@ def _compound_documents(groups: Sequence[tuple[str, str, Sequence[str]]]) -> dic
             if a != b:
                 parent[max(a, b)] = min(a, b)
     return {d: root(d) for d in parent}
-
-
-class CompoundQueries:
-    """The compound-group questions a knowledge base answers, all from its `compounds()` (a
-    `CompoundIndex` per commit); mixed into the embedded and the Milvus knowledge bases."""
-
-    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
-        """A `CompoundIndex` holding at least every group these documents (doc ids, or document chunk ids) reach:
-        what a query reads about its hits. Here the whole index of this commit; the Milvus knowledge base
-        fetches just those groups (kira.knowledge_base.milvus.compounds)."""
-        return self.compounds()
-
-    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
-        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
-        c = self.compounds()
-        return c.core, dict(c.kinds)
-
-    def group_partners(self) -> Mapping[int, frozenset[int]]:
-        """{document chunk id: the document chunks sharing a temporal or multiview group with it}."""
-        return self.compounds().partners
-
-    def compound_of(self) -> Mapping[str, str]:
-        """{doc_id: its compound document's key} for every document in a temporal or multiview group.
-
-        Groups that share a document are one compound document (a subject's follow-ups and
-        views); its key is the smallest member doc id. Documents in no group are absent.
-        """
-        return self.compounds().compound_of
-
-    def view_set_of(self) -> Mapping[str, str]:
-        """{doc_id: its multiview group's id} for every document in a multiview group of 2+.
-
-        A multiview group is one subject seen several ways at once (a front and a side view);
-        unlike `compound_of` it leaves out the subject's other times.
-        """
-        return self.compounds().view_set_of
-
-    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
-        """{word of `text`: the document chunk ids (ascending) it names}: the words that a document id, group
-        (sequence, multiview) id or metadata value of this knowledge base holds (kira.knowledge_base.identifiers;
-        read once per commit). `allow`: only these chunk ids (None: all)."""
-        from kira.knowledge_base.identifiers import identifier_index
-
-        return self.memo("identifiers", lambda: identifier_index(self)).named(text, allow=allow)

@@ -18,7 +18,7 @@ import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kira.images import MAX_PIXELS, ImageError, load_image
 from kira.knowledge_base.ingest_files import (  # noqa: F401 - re-exported: callers import them from here
@@ -31,9 +31,6 @@ from kira.knowledge_base.ingest_files import (  # noqa: F401 - re-exported: call
     relative_doc_ids,
 )
 from kira.knowledge_base.inputs import clean_text, tags_arg
-
-if TYPE_CHECKING:
-    from kira.knowledge_base.kb import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +91,7 @@ def _progress(total: int, enabled: bool | None):
 
 
 def ingest(
-    kb: KnowledgeBase,
+    kb: Any,
     folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike],
     *,
     captions: CaptionSource = None,
@@ -109,7 +106,8 @@ def ingest(
 
     Parameters
     ----------
-    kb: a knowledge base open for writing.
+    kb: a `KnowledgeBase` open for writing (`KnowledgeBase.ingest` calls this; the knowledge base imports
+        this module, never the reverse).
     captions: a mapping (full path, file name or stem -> caption), a function
         path -> caption, or None to read ``<stem>.txt`` beside each image when present.
     tags, metadata: optional functions path -> tags / metadata dict.
@@ -146,7 +144,7 @@ def ingest(
     bar = _progress(len(paths), progress)
     todo: list[tuple[Path, str]] = []
     for path, doc_id in zip(paths, doc_ids(paths, root)):
-        if not kb.store.has_document(doc_id):
+        if not kb.has_document(doc_id):
             todo.append((path, doc_id))
             continue
         if bar is not None:
@@ -205,7 +203,7 @@ def ingest(
 def _store(kb: Any, items: list[dict[str, Any]], summary: IngestSummary) -> None:
     """Encode and store one batch and commit it; a batch that fails is retried one image at a time."""
     try:
-        kb._add_images(items)
+        kb.add_items(items)
     except ConnectionError:
         raise  # the store stopped answering (a Milvus server gone): image by image would fail alike
     except (ValueError, OSError, RuntimeError) as exc:
@@ -213,7 +211,7 @@ def _store(kb: Any, items: list[dict[str, Any]], summary: IngestSummary) -> None
         log.warning("batch failed (%s); retrying its images one at a time", exc)
         for item in items:
             try:
-                kb._add_images([item])
+                kb.add_items([item])
                 summary.added.append(item["doc_id"])
             except (ValueError, OSError, RuntimeError) as inner:
                 summary.skipped.append((item["source"], str(inner)))
@@ -234,7 +232,7 @@ def file_digest(path: str | os.PathLike) -> str:
 
 def _changed(kb: Any, doc_id: str, path: Path, digest: str) -> str | None:
     """None where the stored document `doc_id` was ingested from this very content, else why it is not added."""
-    provenance = kb.store.provenance(doc_id) or {}
+    provenance = kb.provenances([doc_id]).get(doc_id) or {}
     stored = provenance.get("digest")
     if stored == digest or (stored is None and provenance.get("source") == str(path)):
         return None

@@ -1,21 +1,16 @@
-"""`KnowledgeBase`: a persistent, durable store of chunked, embedded images and passages.
+"""`KnowledgeBase`: a persistent, durable store of chunked, embedded images and passages, on any backend.
 
-A knowledge base is a directory::
+One class, composed over a `kira.knowledge_base.storage.Storage`: the embedded backend (SQLite
+and the core's index files in a directory, kira.knowledge_base.embedded) or Milvus (Milvus Lite
+in a directory, or a server at a uri, kira.knowledge_base.milvus); `kira.knowledge_base.opening`
+picks it. The knowledge base owns what is the same on both: writing (one path,
+kira.knowledge_base.writing, builds the typed batch every backend stores all or nothing), the
+derived views (kira.knowledge_base.views), the profile, the models' identity, and the domain
+adapter and text->image bridge (kira.knowledge_base.adaptation).
 
-    kira.sqlite (+ -wal, -shm)   documents, chunks, vectors (BLOBs), tags, groups, provenance
-    visual.index, text.index     the core's index files (a cache of the database's vectors)
-    manifest.json                which database generation the index files match
-    config.json                  the KiraConfig it was built with
-    profile.json                 the user's DomainProfile (domain knowledge; empty by default)
-    bridge.*                     the fitted text->image bridge (default stack only)
-    adapter/                     the domain adapter, when one is set
-
-Writes go into one open transaction; `commit()` makes them durable (the database), then
-saves the index files and the manifest once enough rows changed since they were last
-saved (`checkpoint_share`), and `close()` always does. `ingest` commits every batch. Any number of
-processes may open a knowledge base with ``read_only=True`` while one writer works;
-a second writer is refused. See `kira.knowledge_base.embedded.vectors` for how index files that
-are behind the database (a deferred checkpoint, a crash) are brought up to date on open.
+Writes go into the storage's open transaction (embedded) or straight to Milvus; `commit()` makes
+them durable and visible to other processes, `close()` commits and releases. Any number of
+processes may open a knowledge base with ``read_only=True`` while one writer works.
 """
 
 from __future__ import annotations
@@ -23,94 +18,133 @@ from __future__ import annotations
 import json
 import logging
 import os
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+import numpy as np
 
 from kira.config import KiraConfig
+from kira.images import ImageLike
+from kira.knowledge_base.adaptation import AdapterAndBridge
+from kira.knowledge_base.batch_encode import MAX_ENCODED_CHARS
 from kira.knowledge_base.chunker import LEVELS, levels_arg
-from kira.knowledge_base.kb_adaptation import AdapterAndBridge
-from kira.knowledge_base.kb_views import DerivedViews
-from kira.knowledge_base.kb_writing import MAX_ENCODED_CHARS, Writing
-from kira.knowledge_base.model_fallbacks import recorded_fallbacks
-from kira.knowledge_base.model_identity import RecordedModels
-from kira.knowledge_base.embedded.store import Store
-from kira.knowledge_base.embedded.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces, remove_stale_temporaries,
-                                         write_json_atomic)
+from kira.knowledge_base.compound import CompoundIndex
+from kira.knowledge_base.model_identity import RecordedModels, default_stack_for
+from kira.knowledge_base.storage import (KeepsBridge, ReportsUnavailable, ServesCompoundsPerHit, ServesNames,
+                                        Storage)
+from kira.knowledge_base.views import DerivedView, DerivedViews, decode_thumbnail, warm
+from kira.knowledge_base.writing import document_items, image_item, prepare_for
 
 log = logging.getLogger(__name__)
-__all__ = ["KnowledgeBase", "MAX_ENCODED_CHARS", "CONFIG_FILE", "PROFILE_FILE", "LOCK_FILE"]
+__all__ = ["KnowledgeBase", "MAX_ENCODED_CHARS"]
 T = TypeVar("T")
 
-CONFIG_FILE = "config.json"
-PROFILE_FILE = "profile.json"  # the user's DomainProfile (kira.profile)
-LOCK_FILE = "writer.lock"
 
-
-def _read_config(path: Path) -> KiraConfig:
-    """The stored KiraConfig. Raises ValueError naming the file and the fix when it is missing (never
-    replaced by the defaults in silence: the constants a knowledge base answers with are part of it)
-    or is not a JSON object of config fields."""
-    fix = (f"restore it from a backup, or delete it and run `kira check {path.parent} --repair` to write the "
-           "default constants")
-    if not path.is_file():
-        raise ValueError(f"{path} is missing: the constants this knowledge base was built and answers with are "
-                         f"unknown. Restore it from a backup, or run `kira check {path.parent} --repair` to write "
-                         "the default constants")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); {fix}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} holds a JSON {type(data).__name__}, not an object of config fields; {fix}")
-    try:
-        return KiraConfig.from_dict(data)
-    except (TypeError, AttributeError, KeyError, ValueError) as exc:
-        raise ValueError(f"{path} does not hold a kira configuration ({exc}); {fix}") from None
-
-
-class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
-    """A knowledge base directory opened for reading or writing. Use `create` or `open`.
+class KnowledgeBase:
+    """A knowledge base opened for reading or writing. Use `create` or `open`.
 
     Thread safety: one instance belongs to one thread. Several processes may read at once
     (``read_only=True``) while one process writes.
     """
 
-    def __init__(self, path: Path, store: Store, config: KiraConfig, models: Any, *, read_only: bool) -> None:
-        self.path = Path(path)
-        self.store = store
-        self.config = config
+    def __init__(self, storage: Storage, models: Any = None) -> None:
+        self.storage = storage
+        self.path = Path(storage.path)
+        self.read_only = storage.read_only
         self._models = models
-        self.read_only = read_only
-        self._lock_fd: int | None = None
-        self._adapter: Any = None
         self._profile: Any = None
-        self._caches: dict[str, Any] = {}
-        self._adapter_version = store.get_meta("adapter_version", "0")  # what the loaded visual index was projected with
-        # derived views kept across commits and updated with what changed ({name: (largest chunk id
-        # seen, removal-log position read, view)}); a rollback drops them (they may hold undone rows)
-        self._derived: dict[str, tuple[int, int, Any]] = {}
-        # a commit saves the index files once this share of their rows has changed (`commit`)
-        self.checkpoint_share = INDEX_CHECKPOINT_SHARE
-        self._seen_generation = store.generation()
-        self.repair: RepairReport | None = None
-        self.levels: tuple[str, ...] = tuple(json.loads(store.get_meta("levels", json.dumps(LEVELS)) or "[]"))
-        self.caption_children = (store.get_meta("caption_children", "1") == "1")
-        dims = json.loads(store.get_meta("dims", "null") or "null")
-        self.vectors: VectorSpaces | None = None
-        if dims is not None:
-            self._open_vectors(dims)
-            if models is not None:
-                self.check_models(models)  # another image encoder's queries would return noise: refused at open
-                self._check_dims(models, dims)
+        self._dirty = False  # written since the last commit
+        self._closed = False
+        self.views = DerivedViews(storage)
+        self.recorded = RecordedModels(storage)
+        self.adaptation_part = AdapterAndBridge(self)
+        try:
+            self.config = KiraConfig.from_dict(json.loads(storage.get_setting("config") or "{}"))
+        except (TypeError, AttributeError, KeyError, ValueError) as exc:
+            raise ValueError(f"the stored config of {storage.where} is not a kira configuration ({exc})") from None
+        self.levels: tuple[str, ...] = tuple(json.loads(storage.get_setting("levels") or json.dumps(LEVELS)))
+        self.caption_children = storage.get_setting("caption_children", "0") == "1"
+        if models is not None and self.dims() is not None:
+            self.recorded.check(models)  # another image encoder's queries would return noise: refused at open
+            self.recorded.check_dims(models)
+
+    # ---- construction -----------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike, config: KiraConfig | None = None, models: Any = None, *,
+               index: str = "flat", levels: Sequence[str] = LEVELS, caption_children: bool = False,
+               profile: Any = None, backend: str = "embedded", uri: str | None = None,
+               token: str = "") -> KnowledgeBase:
+        """Create a new, empty knowledge base and open it for writing. `config`: the constants to build and answer
+        with; `models`: a `kira.models.stack.ModelStack` (None: the default stack, loaded on first use); `index`:
+        'flat' (exact) or 'hnsw' (graph, for large bases); `levels`: chunk levels to store per image (the document
+        level always); `caption_children`: describe each region/patch crop too (slower ingest); `profile`: the
+        user's domain knowledge (a `kira.DomainProfile`, a mapping or a .toml / .json file). `backend`: "embedded"
+        (SQLite + the core's indexes in the directory `path`) or "milvus" (Milvus at `uri` with `token`, `path`
+        naming the knowledge base; without a uri, Milvus Lite in the directory `path`).
+
+        Raises ValueError where `path` holds a knowledge base or a non-empty directory, for a bad index, level or
+        profile; on Milvus ImportError naming ``kira[milvus]`` and ConnectionError naming the uri.
+        """
+        from kira.knowledge_base.opening import create_storage
+        from kira.profile import as_profile
+
+        profile = as_profile(profile)  # validated before anything is written
+        if index not in ("flat", "hnsw"):
+            raise ValueError(f"index must be 'flat' or 'hnsw'; got {index!r}")
+        settings = {"config": json.dumps((config or KiraConfig()).to_dict()), "index_kind": index,
+                    "levels": json.dumps(list(dict.fromkeys(["document", *levels_arg(levels)]))),
+                    "caption_children": "1" if caption_children else "0", "profile": json.dumps(profile.to_dict())}
+        kb = cls(create_storage(path, settings, backend=backend, uri=uri, token=token), models)
+        kb._profile = profile
+        return kb
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False, backend: str | None = None,
+             uri: str | None = None, token: str = "") -> KnowledgeBase:
+        """Open an existing knowledge base (index files are loaded, never rebuilt; a gap left by a crash is
+        repaired from the stored vectors). backend / uri / token: as `create`; backend None finds it (a uri, or
+        a directory holding a Milvus Lite file, means "milvus"). Raises ValueError if `path` is not a knowledge
+        base, `models` encodes with other models than it was built with, or (writing) another process holds
+        it open for writing."""
+        from kira.knowledge_base.opening import open_storage
+
+        storage = open_storage(path, read_only=read_only, backend=backend, uri=uri, token=token)
+        try:
+            return cls(storage, models)
+        except BaseException:
+            storage.close()
+            raise
+
+    # ---- where it lives ----------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        return self.storage.kind
 
     @property
+    def uri(self) -> str | None:
+        """The Milvus uri (None for an embedded knowledge base)."""
+        return getattr(self.storage, "uri", None)
+
+    @property
+    def store(self) -> Any:
+        """The backend's rows (`kira.knowledge_base.storage.StoredRows`) for its own checks; stages read the
+        knowledge base's methods instead."""
+        return self.storage.rows
+
+    # ---- profile and models -----------------------------------------------------------
+    @property
     def profile(self) -> Any:
-        """The knowledge base's `kira.DomainProfile` (``profile.json``; the empty profile when none is stored)."""
+        """The knowledge base's `kira.DomainProfile` (the empty profile when none is stored)."""
         if self._profile is None:
             from kira.profile import DomainProfile
 
-            file = self.path / PROFILE_FILE
-            self._profile = DomainProfile.load(file) if file.is_file() else DomainProfile()
+            stored = self.storage.get_setting("profile")
+            try:
+                self._profile = DomainProfile.from_dict(json.loads(stored)) if stored else DomainProfile()
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"the profile stored with {self.storage.where} is not a domain profile ({exc}); "
+                                 "set a valid one with kb.set_profile") from None
         return self._profile
 
     def set_profile(self, profile: Any) -> None:
@@ -120,301 +154,361 @@ class KnowledgeBase(RecordedModels, Writing, DerivedViews, AdapterAndBridge):
         from kira.profile import as_profile
 
         profile = as_profile(profile)
-        profile.save(self.path / PROFILE_FILE)
+        self.storage.put_settings({"profile": json.dumps(profile.to_dict())})
         self._profile = profile
 
-    # ---- construction -----------------------------------------------------------------
-    @classmethod
-    def create(
-        cls,
-        path: str | os.PathLike,
-        config: KiraConfig | None = None,
-        models: Any = None,
-        *,
-        index: str = "flat",
-        levels: Sequence[str] = LEVELS,
-        caption_children: bool = False,
-        profile: Any = None,
-        backend: str = "embedded",
-        uri: str | None = None,
-        token: str = "",
-    ) -> KnowledgeBase:
-        """Create a new, empty knowledge base directory at `path` and open it for writing.
+    @property
+    def models(self) -> Any:
+        """The model stack (the default stack with the image encoder it was built with, on first use)."""
+        if self._models is None:
+            self._models = default_stack_for(self.built_with())
+        return self._models
 
-        Parameters
-        ----------
-        config: the constants to build and answer with (stored with the knowledge base).
-        models: a `kira.models.stack.ModelStack`; `kira.models.load_default()` when None
-            (loaded on first use).
-        index: 'flat' (exact search) or 'hnsw' (graph index for large bases).
-        levels: chunk levels to store per image (the document level is always stored).
-        caption_children: describe each region/patch crop with the captioner too (one
-            sentence-encoder pass per chunk instead of per document: slower ingest).
-        profile: the user's domain knowledge (`kira.DomainProfile`, a mapping, or a .toml /
-            .json file); stored with the knowledge base. None: the empty profile.
+    def built_with(self) -> dict[str, str]:
+        """Part -> model identity of the stack that built this knowledge base ({} before the first image)."""
+        return self.recorded.built_with()
 
-        backend: "embedded" (SQLite + the core's indexes in the directory `path`) or "milvus"
-            (`kira.knowledge_base.milvus.kb`: chunks, vectors and settings in Milvus at `uri`,
-            authenticated with `token`; without a uri, Milvus Lite in the directory `path`).
+    def check_models(self, stack: Any) -> None:
+        """ValueError when `stack` encodes images with another encoder than this knowledge base was built with."""
+        self.recorded.check(stack)
 
-        Raises ValueError if `path` already holds a knowledge base or a non-empty directory.
-        """
-        from kira.knowledge_base.opening import create_knowledge_base
+    def dims(self) -> dict[str, int] | None:
+        """{"visual": raw image-vector width, "text": sentence-vector width}, or None before the first image."""
+        return self.recorded.dims()
 
-        return create_knowledge_base(path, config, models, backend=backend, uri=uri, token=token, index=index,
-                                     levels=levels, caption_children=caption_children, profile=profile)
-
-    @classmethod
-    def create_embedded(cls, path: str | os.PathLike, config: KiraConfig | None = None, models: Any = None, *,
-                        index: str = "flat", levels: Sequence[str] = LEVELS, caption_children: bool = False,
-                        profile: Any = None) -> KnowledgeBase:
-        """`create` of an embedded knowledge base (SQLite + the core's indexes in the directory `path`)."""
-        path = Path(path)
-        from kira.profile import as_profile
-
-        profile = as_profile(profile)  # validated before anything is written
-        if index not in ("flat", "hnsw"):
-            raise ValueError(f"index must be 'flat' or 'hnsw'; got {index!r}")
-        levels = levels_arg(levels)
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise ValueError(f"{path} exists and is not an empty directory; use KnowledgeBase.open or pick a new path")
-        path.mkdir(parents=True, exist_ok=True)
-        config = config or KiraConfig()
-        write_json_atomic(path / CONFIG_FILE, config.to_dict())  # before the database: never one without it
-        store = Store(path, create=True)
-        kb = cls(path, store, config, models, read_only=False)
-        kb._take_lock()
-        store.set_meta("index_kind", index)
-        store.set_meta("levels", json.dumps(list(dict.fromkeys(["document", *levels]))))
-        store.set_meta("caption_children", "1" if caption_children else "0")
-        store.commit()
-        kb.levels = tuple(json.loads(store.get_meta("levels") or "[]"))
-        kb.caption_children = caption_children
-        profile.save(path / PROFILE_FILE)
-        kb._profile = profile
-        return kb
-
-    @classmethod
-    def open(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False, backend: str | None = None,
-             uri: str | None = None, token: str = "") -> KnowledgeBase:
-        """Open an existing knowledge base; index files are loaded, never rebuilt
-        (a gap left by a crash is repaired from the stored vectors).
-
-        backend / uri / token: as `create`; backend None finds it (a uri, or a directory holding
-        a Milvus Lite file, means "milvus").
-        Raises ValueError if `path` is not a knowledge base, or (writing) if another
-        process holds it open for writing.
-        """
-        from kira.knowledge_base.opening import open_knowledge_base
-
-        return open_knowledge_base(path, models, read_only=read_only, backend=backend, uri=uri, token=token)
-
-    @classmethod
-    def open_embedded(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False) -> KnowledgeBase:
-        """`open` of an embedded knowledge base (the directory `path` holding kira.sqlite)."""
-        from kira.knowledge_base.opening import is_embedded_directory
-
-        path = Path(path)
-        if not is_embedded_directory(path):
-            raise ValueError(f"{path} is not a kira knowledge base (no kira.sqlite); create one with "
-                             f"`kira ingest {path} FOLDER` or KnowledgeBase.create")
-        config = _read_config(path / CONFIG_FILE)
-        lock_fd = None
-        if not read_only:
-            probe = cls.__new__(cls)
-            probe.path = path
-            probe._lock_fd = None
-            probe._take_lock()
-            lock_fd = probe._lock_fd
-        store = None
-        try:
-            if lock_fd is not None:
-                remove_stale_temporaries(path)  # the lock is ours: no save is in flight
-            store = Store(path, read_only=read_only)
-            kb = cls(path, store, config, models, read_only=read_only)
-        except BaseException:
-            if store is not None:
-                store.close()
-            if lock_fd is not None:
-                os.close(lock_fd)
-            raise
-        kb._lock_fd = lock_fd
-        return kb
-
-    def _take_lock(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock
-            return
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise ValueError(
-                f"{self.path} is open for writing in another process; open it with read_only=True to read"
-            ) from None
-        self._lock_fd = fd
-
-    def _open_vectors(self, dims: dict[str, int]) -> None:
-        kind = self.store.get_meta("index_kind", "flat") or "flat"
-        self._adapter_version = self.store.get_meta("adapter_version", "0")
-        self._adapter = self._load_adapter()
-        transform, vdim = self._adapter_transform(dims["visual"])
-        self.vectors = VectorSpaces(self.path, kind, dims, transform=transform, visual_dim=vdim)
-        self.repair = self.vectors.open(self.store)
-        if not self.repair.clean and not self.read_only:
-            self.vectors.save(self.store.generation())
-        elif self.vectors.manifest_outdated and not self.read_only and not self.vectors.unsaved:
-            self.vectors.write_manifest(self.store.generation())  # the files hold every row: add the digests
-
-    # ---- models (what built it: kira.knowledge_base.model_identity.RecordedModels) -----
-    def _check_dims(self, stack: Any, dims: dict[str, int]) -> None:
-        mine = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
-        if mine != dims:
-            raise ValueError(f"the model stack encodes {mine} but {self.path} was built with {dims} "
-                             f"({self.built_with()}); open it with the models it was built with")
-
-    def _ensure_dims(self) -> VectorSpaces:
-        stack = self.models
-        dims = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
-        if self.vectors is None:
-            self.store.set_meta("dims", json.dumps(dims))
-            self.store.set_meta(
-                "models",
-                json.dumps({"image": type(stack.image).__name__, "text": type(stack.text).__name__}),
-            )
-            if hasattr(stack, "identity"):
-                self.store.set_meta("model_identity", json.dumps(stack.identity()))
-            self._open_vectors(dims)
-        else:
-            self.check_models(stack)
-            self._record_ocr(stack)
-        if dims != self.vectors.dims:
-            raise ValueError(
-                f"the model stack encodes {dims} but this knowledge base was built with {self.vectors.dims}; "
-                "open it with the models it was built with"
-            )
-        assert self.vectors is not None
-        return self.vectors
+    def _ensure_dims(self) -> None:
+        self.recorded.record(self.models)
 
     # ---- writing ----------------------------------------------------------------------
     def _writable(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self.storage.where} is closed; open it again with KnowledgeBase.open")
         if self.read_only:
-            raise ValueError(f"{self.path} is open read-only; open it without read_only=True to change it")
+            raise ValueError(f"{self.storage.where} is open read-only; open it without read_only=True to change it")
 
-    def commit(self, *, checkpoint: bool | None = None) -> int:
-        """Make every change since the last commit durable; returns the new generation.
+    def add_image(self, image: ImageLike, *, doc_id: str | None = None, caption: str | None = None,
+                  tags: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
+                  sequence: str | tuple[str, float] | None = None, view: str | tuple[str, float] | None = None) -> str:
+        """Chunk, describe, encode and store one image; returns its doc id.
 
-        The database commits first (one transaction): that is what makes the change
-        durable. Then the index files and the manifest, a cache of the database, are
-        saved atomically when `checkpoint` is True, or (None, the default) when the rows
-        changed since they were last saved exceed `checkpoint_share` of the indexes
-        (see kira.knowledge_base.embedded.vectors): a 10-chunk commit to a 100k-chunk knowledge
-        base does not rewrite 280 MB of index files. False: never now. `close` always
-        checkpoints. Files behind the database (a deferred checkpoint, or a crash in
-        between) are brought up to date from the stored vectors on the next open.
+        image: a path, a PIL image or an array (see `kira.images.load_image`).
+        doc_id: unique id; defaults to the file stem for a path, else ``doc-<n>``.
+        caption, tags, metadata: the user's text and facts about the image.
+        sequence: temporal group id (or (group id, position)): members pull each other in at 0.8x score.
+        view: multiview group id (or (group id, position)): pulled in at 0.7x.
+
+        Raises ValueError (kira.images.ImageError) for an unusable image, a duplicate doc id, or a
+        read-only knowledge base. Nothing is stored on error.
         """
         self._writable()
-        generation = self.store.commit()
-        self._seen_generation = generation
-        if self.vectors is not None:
-            self.vectors.checkpoint(generation, force=checkpoint, share=self.checkpoint_share)
-        self._caches.clear()
-        if self.vectors is not None and self._models is not None and getattr(self._models, "image_text", None) is None:
-            self.bridge()  # refit and save now, so read-only openers find it current
+        item = image_item(image, doc_id=doc_id, caption=caption, tags=tags, metadata=metadata, sequence=sequence,
+                          view=view, count=self.storage.rows.count_documents)
+        return self.add_items([item])[0]
+
+    def add_document(self, doc_id: str, *, images: Sequence[ImageLike] = (), passages: Sequence[str] = (),
+                     caption: str | None = None, tags: Sequence[str] = (),
+                     metadata: Mapping[str, Any] | None = None) -> str:
+        """Store a document with text passages (a knowledge-base page, as in KB-VQA) and images.
+
+        The first image is the document's image (doc id `doc_id`); further images become documents
+        ``<doc_id>#<i>`` in one multiview set with it. Each passage becomes a 'passage' chunk (text space
+        only) under the document chunk. A document with no image is stored text-only. Raises ValueError for
+        a duplicate id or no content.
+        """
+        self._writable()
+        self.add_items(document_items(doc_id, images=images, passages=passages, caption=caption, tags=tags,
+                                      metadata=metadata))
+        return str(doc_id)
+
+    def add_items(self, items: list[dict[str, Any]]) -> list[str]:
+        """Encode and store a batch of items (as `kira.knowledge_base.writing` makes them: one encoder call per
+        space); all or nothing. ValueError for a doc id stored or repeated (nothing is encoded); a storage that
+        stops answering raises what it says (Milvus: `MilvusUnavailable`, a ConnectionError)."""
+        self._writable()
+        with self._reporting("adding images to"):
+            return self._add_items(items)
+
+    def _reporting(self, doing: str) -> Any:
+        """Around a write: the storage's report of a store that stopped answering (`ReportsUnavailable`)."""
+        return self.storage.writing(doing) if isinstance(self.storage, ReportsUnavailable) else nullcontext()
+
+    def _add_items(self, items: list[dict[str, Any]]) -> list[str]:
+        self._ensure_dims()
+        ids = [str(item["doc_id"]) for item in items]
+        stored = set(self.storage.rows.documents(ids)) if ids else set()
+        for n, doc_id in enumerate(ids):
+            if doc_id in stored or doc_id in ids[:n]:
+                raise ValueError(f"document {doc_id!r} is already in the knowledge base; remove it first or pick "
+                                 "another id")
+        batch = prepare_for(self, items)
+        try:
+            self.storage.write(batch)
+        except BaseException:
+            self.views.clear(kept=True)
+            raise
+        self._dirty = True
+        self.views.clear()
+        return batch.doc_ids
+
+    def ingest(self, folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike], **kwargs: Any) -> Any:
+        """Add every image under a folder (or in a list of paths); see `kira.knowledge_base.ingest.ingest`."""
+        from kira.knowledge_base.ingest import ingest
+
+        return ingest(self, folder_or_paths, **kwargs)
+
+    def remove(self, doc_id: str) -> None:
+        """Remove a document and all its chunks. Unknown id -> ValueError."""
+        self._writable()
+        if not self.storage.remove(doc_id):
+            raise ValueError(f"no document {doc_id!r} in the knowledge base")
+        self._dirty = True
+        self.views.clear()
+
+    def store_text_pieces(self, *, batch: int = 32) -> int:
+        """Encode and store the text pieces of every document that has none: what a knowledge base built before
+        kira stored them needs so that verifying answers encodes only the claims (until then the verifier
+        encodes the evidence it meets, with the same scores). Writes after each `batch` documents; the indexes
+        and the generation do not change. Returns how many documents got pieces.
+
+        Raises ValueError on a read-only knowledge base, with changes not yet committed, or batch < 1.
+        """
+        from kira.knowledge_base.pieces import fill_missing_pieces
+
+        self._writable()
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"batch must be an integer >= 1; got {batch!r}")
+        if self._dirty:
+            raise ValueError("the knowledge base has changes not yet committed: commit() them first")
+        if self.dims() is None:
+            return 0
+        self._ensure_dims()  # the stack's text encoder is the one the knowledge base was built with
+        return fill_missing_pieces(self.storage, self.models.text,
+                                   patches=self.config.grounding.patch_pieces_at_ingest, batch=batch)
+
+    def commit(self, *, checkpoint: bool | None = None) -> int:
+        """Make every change since the last commit durable and visible to other processes; returns the new
+        generation. `checkpoint`: also save what the backend keeps besides (embedded: the index files, saved
+        when None once enough of them changed, `kira.knowledge_base.embedded.storage`; Milvus: a flush);
+        False: not now. With no text tower in image space, a backend that stores the bridge gets it refitted
+        now."""
+        self._writable()
+        with self._reporting("committing"):
+            generation = self.storage.commit(checkpoint=checkpoint)
+            self._dirty = False
+            self.views.clear()
+            if (isinstance(self.storage, KeepsBridge) and self.dims() is not None and self._models is not None
+                    and getattr(self._models, "image_text", None) is None):
+                self.bridge()  # refitted and stored now, so read-only openers find it current
         return generation
 
     def commit_database(self) -> int:
-        """Commit the database only (index files are checkpointed later by `commit`)."""
+        """Commit the rows only (the index files are checkpointed, Milvus flushed, by a later `commit`)."""
         self._writable()
-        generation = self.store.commit()
-        self._seen_generation = generation
-        self._caches.clear()
+        generation = self.storage.commit(checkpoint=False)
+        self._dirty = False
+        self.views.clear()
         return generation
 
     def rollback(self) -> None:
-        """Discard uncommitted changes (database and in-memory indexes)."""
+        """Discard uncommitted changes (embedded: the database and in-memory indexes; Milvus has no transactions:
+        writes already sent stay, as the log says)."""
         if self.read_only:
             return
-        self.store.rollback()
-        if self.vectors is not None:
-            for space in ("visual", "text"):
-                self.vectors._sync(self.store, space)
-        self._caches.clear()
-        self._derived.clear()
+        self.storage.rollback()
+        self._dirty = False
+        self.views.clear(kept=True)
 
     def close(self) -> None:
-        """Commit pending changes (writers), then release files. Safe to call twice."""
-        if self.store is None:
+        """Commit pending changes (writers), then release files and connections. Safe to call twice."""
+        if self._closed:
             return
         try:
             if not self.read_only:
-                self.commit(checkpoint=bool(self.vectors is not None and self.vectors.unsaved))
+                self.commit()
         finally:
-            self.store.close()
-            self.store = None  # type: ignore[assignment]
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            self._closed = True
+            self.storage.close()
+
+    def external_writers(self) -> Storage:
+        """The storage, ready for a job whose own workers write into it (a Ray ingest's actors): the knowledge
+        base is writable, the models' dimensions are recorded and the indexes made. `commit` when they are done
+        (it publishes what they wrote)."""
+        self._writable()
+        self._ensure_dims()
+        self._dirty = True
+        return self.storage
+
+    def drop(self) -> None:
+        """Delete a Milvus knowledge base from Milvus (its collections), and close it. ValueError elsewhere."""
+        self._writable()
+        if not hasattr(self.storage, "drop"):
+            raise ValueError(f"{self.storage.where} is an embedded knowledge base: delete its directory instead")
+        self._closed = True
+        self.storage.drop()
 
     def __enter__(self) -> KnowledgeBase:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None and not self.read_only and self.store is not None:
+        if exc_type is not None and not self.read_only and not self._closed:
             self.rollback()
         self.close()
+
+    def __len__(self) -> int:
+        return self.storage.rows.count_documents()
+
+    def __repr__(self) -> str:
+        return f"KnowledgeBase({self.storage.where!r}, backend={self.backend!r}, read_only={self.read_only})"
 
     # ---- reading ----------------------------------------------------------------------
     def refresh(self) -> bool:
         """Pick up commits made by another process since this one looked; returns whether any were."""
-        if self.store is None or self.store.in_transaction:
+        if self._closed or self._dirty or not self.storage.refresh():
             return False
-        with self.store.snapshot():  # the generation and every row read below from one committed state
-            return self._refresh()
-
-    def _refresh(self) -> bool:
-        generation = self.store.generation()
-        if generation == self._seen_generation:
-            return False
-        adapter_version = self.store.get_meta("adapter_version", "0")
-        if self.vectors is None or adapter_version != self._adapter_version:
-            # first vectors, or the writer set another domain adapter: load the (re-projected) indexes
-            dims = json.loads(self.store.get_meta("dims", "null") or "null")
-            if dims is not None:
-                self._open_vectors(dims)
-        else:
-            for space in ("visual", "text"):
-                self.vectors.catch_up(self.store, space)  # what changed since this process last looked
-        self._caches.clear()
-        self._seen_generation = generation
+        self.views.clear()
         return True
 
     def index(self, space: str) -> Any:
-        """The core index of `space` ('visual' or 'text'), or None for an empty knowledge base."""
-        if self.vectors is None:
-            return None
-        return self.vectors.indexes[space]
+        """The vector index of `space` ('visual' or 'text'), or None for an empty knowledge base."""
+        return self.storage.index(space)
 
-    def __len__(self) -> int:
-        return self.store.count_documents()
+    def level_ids(self, levels: Iterable[str]) -> np.ndarray:
+        """Sorted int64 ids of chunks at `levels` (cached per commit)."""
+        return self.views.level_ids(levels)
+
+    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document-level chunk id of each chunk id (-1 for unknown ids)."""
+        return self.views.document_chunk_of(chunk_ids, self)
+
+    def document_groups(self) -> Any:
+        """``groups=`` for an index search (with ``per_group=n``: at most n chunks of any one document)."""
+        return self.views.document_groups(self)
+
+    def lexical(self) -> Any:
+        """The lexical (BM25) index over document and passage chunks: each document chunk with its description,
+        doc id and metadata values, each passage with its text (cached per commit)."""
+        return self.views.lexical(self)
+
+    def compounds(self) -> CompoundIndex:
+        """The compound groups of this commit, in one representation (`kira.knowledge_base.compound`)."""
+        return self.views.compounds(self)
+
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
+        """A `CompoundIndex` holding at least every group these documents (doc ids, or document chunk ids) reach:
+        what a query reads of its hits. The whole index of this commit, or where the storage fetches them per hit
+        (Milvus: `ServesCompoundsPerHit`), those groups alone."""
+        if isinstance(self.storage, ServesCompoundsPerHit):
+            return self.storage.compounds_for(doc_ids=doc_ids, chunk_ids=chunk_ids)
+        return self.compounds()
+
+    def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
+        """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
+        c = self.compounds()
+        return c.core, dict(c.kinds)
+
+    def group_partners(self) -> Mapping[int, frozenset[int]]:
+        """{document chunk id: the document chunks sharing a temporal or multiview group with it}."""
+        return self.compounds().partners
+
+    def compound_of(self) -> Mapping[str, str]:
+        """{doc_id: its compound document's key (the smallest member doc id)} for every grouped document."""
+        return self.compounds().compound_of
+
+    def view_set_of(self) -> Mapping[str, str]:
+        """{doc_id: its multiview group's id} for every document in a multiview group of 2+."""
+        return self.compounds().view_set_of
+
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunk ids it names}: the words a document id, group id or metadata
+        value of this knowledge base holds (kira.knowledge_base.identifiers; read once per commit)."""
+        if isinstance(self.storage, ServesNames):  # asked per word (Milvus: text_match)
+            return self.storage.identifier_postings(text, allow=allow)
+        from kira.knowledge_base.identifiers import identifier_index
+
+        return self.memo("identifiers", lambda: identifier_index(self)).named(text, allow=allow)
+
+    def view(self, spec: DerivedView[T]) -> T:
+        """The value of a derived view for the current commit (built on first use)."""
+        return self.views.view(spec, self)
+
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """`build()`'s value, computed once per commit (a caller's own views of the stored contents)."""
+        return self.views.cached(f"memo:{key}", build)
+
+    def warm(self) -> dict[str, float]:
+        """Pick up new commits, then build the derived views a query reads (`kira.knowledge_base.views.warm`), so
+        the first query after a commit does not pay for them; returns {view: seconds}."""
+        if self._closed:
+            raise ValueError(f"{self.storage.where} is closed; open it again with KnowledgeBase.open before warming it")
+        self.refresh()
+        return warm(self)
+
+    # ---- rows a query reads by id (stages read these, never ``store``) -------------------
+    def documents(self, doc_ids: Iterable[str] | None = None) -> dict[str, Any]:
+        return dict(self.storage.rows.documents(doc_ids))
+
+    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, Any]:
+        return self.storage.rows.chunks(ids)
+
+    def provenances(self, doc_ids: Iterable[str]) -> Mapping[str, dict[str, Any]]:
+        return self.storage.rows.provenances(doc_ids)
+
+    def document_chunk_ids(self, doc_ids: Iterable[str]) -> Mapping[str, int]:
+        return self.storage.rows.document_chunk_ids(doc_ids)
+
+    def piece_vectors(self, keys: Iterable[tuple[str, str]], dim: int) -> Mapping[tuple[str, str], np.ndarray]:
+        return self.storage.rows.piece_vectors(keys, dim)
+
+    def has_document(self, doc_id: str) -> bool:
+        return bool(self.storage.rows.has_document(doc_id))
+
+    def generation(self) -> int:
+        """How many commits the knowledge base has seen (any process's)."""
+        return int(self.storage.generation())
+
+    def thumbnail_png(self, doc_id: str) -> bytes | None:
+        return self.storage.rows.thumbnail(doc_id)
+
+    def thumbnail(self, doc_id: str) -> np.ndarray | None:
+        """The stored <= 160 px preview of a document's image (uint8 RGB), or None."""
+        return decode_thumbnail(self.storage.rows.thumbnail(doc_id))
+
+    # ---- adapter, bridge (kira.knowledge_base.adaptation) ---------------------------------
+    @property
+    def adapter(self) -> Any:
+        return getattr(self.storage, "adapter", None)
+
+    def set_adapter(self, adapter: Any) -> None:
+        self.adaptation_part.set_adapter(adapter)
+
+    def adapt(self, labels: Any, *, methods: Any = None, seed: int | None = None, **validation: Any) -> Any:
+        return self.adaptation_part.adapt(labels, methods=methods, seed=seed, **validation)
+
+    @property
+    def adaptation(self) -> Any:
+        return self.adaptation_part.report()
+
+    def classify(self, doc_ids: Any) -> list[str]:
+        return self.adaptation_part.classify(doc_ids)
+
+    def visual_query(self, vectors: np.ndarray) -> np.ndarray:
+        """Raw image-space query vectors -> the visual index's space (through the adapter, if set)."""
+        raw = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+        adapter = self.adapter
+        return np.ascontiguousarray(adapter.apply(raw), dtype=np.float32) if adapter is not None and len(raw) else raw
+
+    def bridge(self) -> Any:
+        return self.views.cached("bridge", self.adaptation_part.fit_bridge)
 
     def stats(self) -> dict[str, Any]:
-        """What the knowledge base holds: documents, chunks per level, groups, index sizes."""
-        groups = self.store.groups()
-        return {
-            "path": str(self.path),
-            "documents": self.store.count_documents(),
-            "chunks": self.store.count_chunks(),
-            "groups": {k: sum(1 for g in groups if g[0] == k) for k in ("temporal", "multiview")},
-            "index_kind": self.store.get_meta("index_kind", "flat"),
-            "index_sizes": {s: len(ix) for s, ix in (self.vectors.indexes.items() if self.vectors else [])},
-            "dims": self.vectors.index_dims if self.vectors else None,
-            "generation": self.store.generation(),
-            "adapter": self.store.get_meta("adapter_class"),
-            "levels": list(self.levels),
-            "models": self.built_with(),
-            "profile": "" if self.profile.empty else (self.profile.name or "(unnamed)"),
-            "model_fallbacks": recorded_fallbacks(self),  # models that fell back when it was built
-        }
+        """What the knowledge base holds: documents, chunks per level, groups, index sizes, where it lives."""
+        from kira.knowledge_base.model_fallbacks import recorded_fallbacks
+
+        rows = self.storage.rows
+        groups = rows.groups()
+        return {**self.storage.describe(), "documents": rows.count_documents(), "chunks": rows.count_chunks(),
+                "groups": {k: sum(1 for g in groups if g[0] == k) for k in ("temporal", "multiview")},
+                "generation": self.generation(), "adapter": self.storage.get_setting("adapter_class"),
+                "levels": list(self.levels), "models": self.built_with(),
+                "profile": "" if self.profile.empty else (self.profile.name or "(unnamed)"),
+                "model_fallbacks": recorded_fallbacks(self)}

@@ -33,9 +33,9 @@ def labelled_vectors(kb: Any, doc_ids: Sequence[str]) -> tuple[np.ndarray, np.nd
     Patches are None when the knowledge base stores no patch level or the documents hold
     different numbers of patches. Raises ValueError naming documents that are not stored.
     """
-    if kb.vectors is None:
+    if kb.dims() is None:
         raise ValueError(f"{kb.path} holds no images yet; ingest the labelled images first")
-    dim = int(kb.vectors.dims["visual"])
+    dim = int(kb.dims()["visual"])
     chunk_of = kb.store.document_chunk_ids(doc_ids)
     missing = [d for d in doc_ids if d not in chunk_of]
     if missing:

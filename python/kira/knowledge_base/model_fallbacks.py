@@ -28,20 +28,13 @@ def fallback_notes(stack: Any) -> list[str]:
 
 def recorded_fallbacks(kb: Any) -> list[str]:
     """What `record_fallbacks` stored with `kb` ([] for none)."""
-    if getattr(kb, "backend", "embedded") == "milvus":
-        stored = kb._records.get_one(f"setting:{KEY}") if kb._records is not None else None
-    else:
-        stored = kb.store.get_meta(KEY)
+    stored = kb.storage.get_setting(KEY)
     return list(json.loads(stored)) if stored else []
 
 
 def record_fallbacks(kb: Any, notes: list[str]) -> None:
-    """Store `notes` with `kb` (embedded: a meta row, committed with the next batch; Milvus: a setting row)."""
-    value = json.dumps(list(notes))
-    if getattr(kb, "backend", "embedded") == "milvus":
-        kb._records.put({f"setting:{KEY}": value})
-    else:
-        kb.store.set_meta(KEY, value)
+    """Store `notes` with `kb` (a setting, committed with the next batch where the backend has transactions)."""
+    kb.storage.put_settings({KEY: json.dumps(list(notes))})
 
 
 def announce_fallbacks(kb: Any) -> None:

@@ -1,7 +1,6 @@
 """Which models built a knowledge base: the stack to load for it, and the refusal of another image encoder.
 
-Shared by the embedded and the Milvus-backed knowledge bases (each records the identity its
-own way, as `built_with()`).
+`KnowledgeBase.built_with` reads the identity from the storage's settings (`recorded_identity`).
 """
 
 from __future__ import annotations
@@ -43,58 +42,63 @@ def refuse_other_image_encoder(where: str, built: str, mine: str) -> None:
                      f"with {mine}; {hint}")
 
 
-class LoadsItsModels:
-    """``models``: the stack a knowledge base was opened with, else (on first use) the default stack with
-    the image encoder its `built_with()` records. Expects ``self._models`` and ``built_with()``."""
+class RecordedModels:
+    """The models a knowledge base records in its storage's settings: ``dims`` (the encoders' widths),
+    ``model_identity`` (part -> identity) and, from before identities were stored, ``models`` (class names)."""
 
-    @property
-    def models(self) -> Any:
-        """The model stack (loaded with `kira.models.load_default()` on first use)."""
-        if self._models is None:
-            self._models = default_stack_for(self.built_with())
-        return self._models
-
-
-class RecordedModels(LoadsItsModels):
-    """The embedded knowledge base's models: the stack it records in its store's meta rows
-    (``model_identity``; ``models``, the encoders' class names, for knowledge bases from before).
-    Expects ``self.store``, ``self.path`` and ``self._models``."""
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
+        self._dims: dict[str, int] | None = None  # once recorded, the widths never change
 
     def built_with(self) -> dict[str, str]:
-        """Part -> model identity of the stack that built this knowledge base ({} before the first image).
+        """Part -> model identity of the stack that built it ({} before the first image)."""
+        return recorded_identity(self.storage.get_setting)
 
-        Knowledge bases from before identities were stored give the encoders' class names.
-        """
-        return recorded_identity(self.store.get_meta)
+    def dims(self) -> dict[str, int] | None:
+        """{"visual": raw image-vector width, "text": sentence-vector width}, or None before the first image."""
+        if self._dims is None:
+            self._dims = json.loads(self.storage.get_setting("dims", "null") or "null")
+        return self._dims
 
-    def check_models(self, stack: Any) -> None:
-        """Raise ValueError when `stack`'s image encoder is not the one this knowledge base was built with.
-
-        Vectors from two different encoders are not comparable, so a query encoded with
-        another encoder would return noise; the message names the encoder to load.
-        """
+    def check(self, stack: Any) -> None:
+        """ValueError when `stack`'s image encoder is not the one it was built with: vectors from two encoders are
+        not comparable, so a query would return noise; the message names what to load. Then its dimensions."""
         built = self.built_with().get("image")
-        if not built or stack is None or getattr(stack, "image", None) is None:
+        if built and stack is not None and getattr(stack, "image", None) is not None:
+            mine = stack.identity().get("image", "") if hasattr(stack, "identity") else ""
+            if self.storage.get_setting("model_identity") is None or not mine:
+                # no identity on one side: compare what both record, the image encoder's class
+                built_class = json.loads(self.storage.get_setting("models") or "{}").get("image", built)
+                same = type(stack.image).__name__ == built_class
+            else:
+                same = mine == built
+            if not same:
+                refuse_other_image_encoder(self.storage.where, built, mine or type(stack.image).__name__)
+
+    def check_dims(self, stack: Any) -> None:
+        dims = self.dims()
+        mine = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
+        if dims is not None and mine != dims:
+            raise ValueError(f"the model stack encodes {mine} but {self.storage.where} was built with {dims} "
+                             f"({self.built_with()}); open it with the models it was built with")
+
+    def record(self, stack: Any) -> None:
+        """At the first write, record `stack`'s dimensions and identity and make the indexes; after, check it (and
+        add its OCR model to the identity when a stack with one first writes: `kira ingest --ocr`)."""
+        identity = stack.identity() if hasattr(stack, "identity") else {}
+        if self.dims() is None:
+            dims = {"visual": int(stack.image.dim), "text": int(stack.text.dim)}
+            self.storage.put_settings({
+                "dims": json.dumps(dims),
+                "models": json.dumps({"image": type(stack.image).__name__, "text": type(stack.text).__name__}),
+                **({"model_identity": json.dumps(identity)} if identity else {})})
+            self.storage.open_spaces(dims, create=True)
             return
-        mine = stack.identity().get("image", "") if hasattr(stack, "identity") else ""
-        if self.store.get_meta("model_identity") is None or not mine:
-            # no identity on one side: compare what both record, the image encoder's class
-            built_class = json.loads(self.store.get_meta("models", "{}") or "{}").get("image", built)
-            same = type(stack.image).__name__ == built_class
-        else:
-            same = mine == built
-        if not same:
-            refuse_other_image_encoder(str(self.path), built, mine or type(stack.image).__name__)
-
-    def _record_ocr(self, stack: Any) -> None:
-        """Add the OCR model to the recorded identity when a stack with one first writes to a knowledge
-        base built without (`kira ingest --ocr` on an existing one): `kira info` then lists it."""
-        stored = self.store.get_meta("model_identity")
-        mine = stack.identity() if hasattr(stack, "identity") else {}
-        if stored and "ocr" in mine:
-            recorded = json.loads(stored)
-            if "ocr" not in recorded:
-                self.store.set_meta("model_identity", json.dumps({**recorded, "ocr": mine["ocr"]}))
+        self.check(stack)
+        self.check_dims(stack)
+        recorded = json.loads(self.storage.get_setting("model_identity") or "null")
+        if recorded and "ocr" in identity and "ocr" not in recorded:
+            self.storage.put_settings({"model_identity": json.dumps({**recorded, "ocr": identity["ocr"]})})
 
 
-__all__ = ["LoadsItsModels", "RecordedModels", "default_stack_for", "recorded_identity", "refuse_other_image_encoder"]
+__all__ = ["RecordedModels", "default_stack_for", "recorded_identity", "refuse_other_image_encoder"]

@@ -6,19 +6,21 @@
   (`kira.knowledge_base.milvus`, where `kira.knowledge_base.milvus.location` says how a name
   and a uri become a collection).
 
-`KnowledgeBase.create` and `KnowledgeBase.open` call `create_knowledge_base` and `open_knowledge_base`; `kira check`,
-`kira ingest` and `kira serve` ask `is_knowledge_base` / `backend_of` instead of looking for
-the files themselves.
+`KnowledgeBase.create` and `KnowledgeBase.open` build their storage with `create_storage` and
+`open_storage`; `kira check`, `kira ingest` and `kira serve` ask `is_knowledge_base`, `exists`,
+`backend_of` or `built_with` instead of looking for the files themselves. This module imports
+no `KnowledgeBase`: the backends sit below it, the knowledge base above.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Mapping
 
 from kira.knowledge_base.embedded.store import DB_NAME
 from kira.knowledge_base.milvus.location import LITE_FILE
+from kira.knowledge_base.storage import Storage
 
 BACKENDS = ("embedded", "milvus")
 
@@ -51,13 +53,49 @@ def backend_of(path: str | os.PathLike, *, backend: str | None = None, uri: str 
     return backend
 
 
+def create_storage(path: str | os.PathLike, settings: Mapping[str, str], *, backend: str = "embedded",
+                   uri: str | None = None, token: str = "") -> Storage:
+    """The storage of a new, empty knowledge base at `path` (or named `path` at `uri`) holding `settings`, open
+    for writing (`KnowledgeBase.create` says what is refused)."""
+    if backend_of(path, backend=backend, uri=uri) == "milvus":
+        from kira.knowledge_base.milvus.storage import MilvusStorage
+
+        return MilvusStorage.create(path, settings, uri=uri, token=token)
+    from kira.knowledge_base.embedded.storage import EmbeddedStorage
+
+    return EmbeddedStorage.create(path, settings)
+
+
+def open_storage(path: str | os.PathLike, *, read_only: bool = False, backend: str | None = None,
+                 uri: str | None = None, token: str = "") -> Storage:
+    """The storage of the existing knowledge base at `path` (or named `path` at `uri`); `backend` None finds
+    it (`backend_of`)."""
+    if backend_of(path, backend=backend, uri=uri) == "milvus":
+        from kira.knowledge_base.milvus.storage import MilvusStorage
+
+        return MilvusStorage.open(path, uri=uri, token=token, read_only=read_only)
+    from kira.knowledge_base.embedded.storage import EmbeddedStorage
+
+    return EmbeddedStorage.open(path, read_only=read_only)
+
+
+def exists(path: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
+    """Whether a knowledge base is at `path` (a local directory of either backend), or named `path` at `uri`."""
+    if uri is None:
+        return is_knowledge_base(path)
+    from kira.knowledge_base.milvus.storage import MilvusStorage
+
+    return MilvusStorage.exists(path, uri=uri, token=token)
+
+
 def built_with(path: str | os.PathLike, *, uri: str | None = None, token: str = "") -> dict[str, str]:
     """Part -> model identity of the stack that built the knowledge base at `path` (or named `path` at `uri`);
-    {} before its first image. An embedded one is read from its database alone (its index files are not
-    loaded); a Milvus one is opened read-only. ValueError where there is no knowledge base."""
+    {} before its first image. Read from its settings alone (an embedded one's index files are not loaded).
+    ValueError where there is no knowledge base."""
+    from kira.knowledge_base.model_identity import recorded_identity
+
     if backend_of(path, uri=uri) == "embedded":
         from kira.knowledge_base.embedded.store import Store
-        from kira.knowledge_base.model_identity import recorded_identity
 
         if not is_embedded_directory(path):
             raise ValueError(f"{path} is not a kira knowledge base (no {DB_NAME}, no Milvus Lite file); build one "
@@ -67,33 +105,8 @@ def built_with(path: str | os.PathLike, *, uri: str | None = None, token: str = 
             return recorded_identity(store.get_meta)
         finally:
             store.close()
-    kb = open_knowledge_base(path, read_only=True, uri=uri, token=token)
+    storage = open_storage(path, read_only=True, uri=uri, token=token)
     try:
-        return dict(kb.built_with())
+        return recorded_identity(storage.get_setting)
     finally:
-        kb.close()
-
-
-def create_knowledge_base(path: str | os.PathLike, config: Any = None, models: Any = None, *, backend: str = "embedded",
-           uri: str | None = None, token: str = "", **options: Any) -> Any:
-    """A new, empty knowledge base at `path` (or named `path` at `uri`), open for writing (`KnowledgeBase.create`
-    documents the options)."""
-    if backend_of(path, backend=backend, uri=uri) == "milvus":
-        from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
-
-        return MilvusKnowledgeBase.create(path, config, models, uri=uri, token=token, **options)
-    from kira.knowledge_base.kb import KnowledgeBase
-
-    return KnowledgeBase.create_embedded(path, config, models, **options)
-
-
-def open_knowledge_base(path: str | os.PathLike, models: Any = None, *, read_only: bool = False, backend: str | None = None,
-         uri: str | None = None, token: str = "") -> Any:
-    """The existing knowledge base at `path` (or named `path` at `uri`); `backend` None finds it (`backend_of`)."""
-    if backend_of(path, backend=backend, uri=uri) == "milvus":
-        from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
-
-        return MilvusKnowledgeBase.open(path, models, uri=uri, token=token, read_only=read_only)
-    from kira.knowledge_base.kb import KnowledgeBase
-
-    return KnowledgeBase.open_embedded(path, models, read_only=read_only)
+        storage.close()

@@ -1,11 +1,9 @@
 """The knowledge base seam: what the pipeline, the reasoning stages and the server read and write.
 
-`KnowledgeBaseLike` is everything `kira.Kira` and `kira serve` ask of a knowledge base;
-`StoreReads` is what they read through its ``store``. The embedded `KnowledgeBase`
-(SQLite + the core's indexes) satisfies both as it is; `MilvusKnowledgeBase`
-(kira.knowledge_base.milvus.kb) satisfies them over Milvus collections. A new backend
-implements these and nothing else; tests/test_kb_protocols.py checks that every ``kb.<name>``
-the pipeline, reasoning and serve packages use is listed here.
+`KnowledgeBaseLike` is everything `kira.Kira` and `kira serve` ask of a knowledge base; they never
+read its storage. `kira.knowledge_base.KnowledgeBase` satisfies it on every backend (a new backend
+implements `kira.knowledge_base.storage.Storage`, not this); tests/test_kb_protocols.py checks that
+every ``kb.<name>`` the pipeline, reasoning and serve packages use is listed here.
 """
 
 from __future__ import annotations
@@ -18,45 +16,9 @@ T = TypeVar("T")
 
 
 @runtime_checkable
-class StoreReads(Protocol):
-    """Rows a query reads by id (``kb.store``)."""
-
-    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, Any]:
-        """chunk id -> `ChunkRow` (id, doc_id, level, parent_id, box, description); unknown ids absent."""
-        ...
-
-    def documents(self, doc_ids: Iterable[str] | None = None) -> Mapping[str, Any]:
-        """doc id -> `DocumentRow` (source, caption, width, height, metadata, tags); all when None."""
-        ...
-
-    def provenances(self, doc_ids: Iterable[str]) -> Mapping[str, dict[str, Any]]:
-        """doc id -> how the document was made (encoders, labels, text read)."""
-        ...
-
-    def document_chunk_ids(self, doc_ids: Iterable[str]) -> Mapping[str, int]:
-        """doc id -> its document-level chunk id."""
-        ...
-
-    def generation(self) -> int:
-        """How many commits the knowledge base has seen (any process's)."""
-        ...
-
-    def has_document(self, doc_id: str) -> bool:
-        ...
-
-    def count_documents(self) -> int:
-        ...
-
-    def thumbnail(self, doc_id: str) -> bytes | None:
-        """The PNG bytes of the document's stored preview, or None (the service's /thumbnails route)."""
-        ...
-
-
-@runtime_checkable
 class KnowledgeBaseLike(Protocol):
     """What kira.pipeline, kira.reasoning and kira.serve use of a knowledge base."""
 
-    store: StoreReads
     config: Any  # kira.config.KiraConfig
     read_only: bool
 

@@ -7,8 +7,9 @@ rest, and streams them through `map_batches` to an actor pool sized from the CPU
 Each actor loads the model stack and a Milvus client once; per batch it decodes the images,
 reads their captions (the ``captions`` mapping, or ``<stem>.txt`` beside each image, as the
 local ingest reads them), and writes them with the knowledge base's own write path
-(`kira.knowledge_base.milvus.kb_writes.encode_items` / `write_items`), so a Ray ingest stores the same
-chunk ids, vectors and documents as `KnowledgeBase.ingest` on the same files. Only a status row
+(`kira.knowledge_base.writing.prepare_batch`, text pieces included, then
+`kira.knowledge_base.milvus.kb_writes.milvus_rows` / `write_items`), so a Ray ingest stores the same
+chunk ids, vectors, pieces and documents as `KnowledgeBase.ingest` on the same files. Only a status row
 per image comes back (bounded memory); the driver shows a progress bar and returns the local
 ingest's `IngestSummary`, skipped files with reasons.
 """
@@ -23,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from kira.ray_ingest.sources import _lite_server_uri, _read_image, actor_pool_size, list_sources, require_ray
+from kira.ray_ingest.sources import actor_pool_size, lite_server_uri, list_sources, read_image, require_ray
 from kira.ray_ingest.runtime import start_ray, stop_ray
 
 log = logging.getLogger(__name__)
@@ -64,29 +65,30 @@ class KbEncodeAndWrite:
     """Ray actor: the model stack and a Milvus client, loaded once; encodes and writes batches of images."""
 
     def __init__(self, target: dict[str, Any], options: dict[str, Any]) -> None:
+        from kira.config import KiraConfig
         from kira.knowledge_base.milvus.records import KbRecords
         from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig, connect
-        from kira.config import ChunkingConfig
         from kira.models import load_default
 
         self.stack = load_default(prefer_cuda=False, threads=options["threads"], image_encoder=options["image_encoder"])
         self.client = connect(target["uri"], target["token"], target["timeout"])
         self.collection = MilvusCollection.attach(self.client, MilvusConfig(**target), create=False)
         self.records = KbRecords(self.client, target["collection"])
-        self.chunking = ChunkingConfig(**options["chunking"])
+        self.config = KiraConfig.from_dict(options["config"])
         self.levels, self.caption_children = tuple(options["levels"]), options["caption_children"]
         self.captions, self.root = options["captions"], options["root"]
         self.tags, self.metadata, self.max_pixels = options["tags"], options["metadata"], options["max_pixels"]
-        self.pieces, self.patch_pieces = bool(options.get("pieces")), bool(options.get("patch_pieces"))
         self.node = _node_id()  # which Ray node this actor runs on (the driver counts them)
 
     def _write(self, items: list[dict[str, Any]], ordinals: list[int]) -> dict[str, int]:
-        from kira.knowledge_base.milvus.kb_writes import encode_items, write_items
+        from kira.knowledge_base.milvus.kb_writes import milvus_rows, write_items
+        from kira.knowledge_base.writing import prepare_batch
 
-        batch = encode_items(self.stack, items, ordinals, chunking=self.chunking, levels=self.levels,
-                             caption_children=self.caption_children, pieces=self.pieces, patch_pieces=self.patch_pieces)
-        write_items(self.collection, self.records, batch)
-        return batch.chunks_per_doc
+        batch = prepare_batch(self.stack, items, config=self.config, levels=self.levels,
+                              caption_children=self.caption_children)
+        rows = milvus_rows(batch, ordinals)
+        write_items(self.collection, self.records, rows)
+        return rows.chunks_per_doc
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         from kira.images import ImageError
@@ -99,7 +101,7 @@ class KbEncodeAndWrite:
             path, doc_id = str(path), str(doc_id)
             try:
                 caption = _caption(path, self.captions, self.root)
-                pixels = _read_image(path, self.max_pixels)
+                pixels = read_image(path, self.max_pixels)
                 tags = tags_arg(self.tags(Path(path) if "://" not in path else path)) if self.tags else ()
                 metadata = dict(self.metadata(Path(path) if "://" not in path else path)) if self.metadata else {}
             except (ImageError, OSError, ValueError) as exc:
@@ -149,11 +151,11 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     """
     from kira.knowledge_base.ingest import IngestSummary, _changed, _progress, file_digest
 
-    if getattr(kb, "backend", "embedded") != "milvus":
+    if kb.backend != "milvus":
         raise ValueError(f"{kb.path} is an embedded knowledge base; --engine ray writes to a knowledge base created "
                          "with the Milvus backend (KnowledgeBase.create(..., backend='milvus'), or `kira ingest` of a "
                          "new knowledge base with --backend milvus); ingest this one without --engine ray")
-    kb._writable()
+    storage = kb.external_writers()  # writable, with the collection, dims and models' identity before any actor
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}")
     ray = require_ray()
@@ -161,10 +163,10 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
 
     listed = list_sources(source, follow_links=follow_links)
     summary = IngestSummary(found=len(listed))
-    stored = set(kb._records.get([f"doc:{d}" for _, d in listed]))
+    stored = set(kb.documents([d for _, d in listed]))
     todo = []
     for path, doc_id in listed:
-        if f"doc:{doc_id}" not in stored:
+        if doc_id not in stored:
             todo.append((path, doc_id))
             continue
         try:  # as the local ingest: unchanged files counted, a changed one reported (a uri: by its source)
@@ -175,18 +177,17 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
         (summary.unchanged.append(doc_id) if change is None else summary.skipped.append((path, change)))
     if not todo:
         return summary
-    collection = kb._ensure_chunks()  # dims and the models' identity are stored before any actor writes
+    collection = storage.collection
     first = reserve_ordinals(collection, len(todo))
     config = collection.config
-    target = {**asdict(config), "uri": _lite_server_uri(config)}
+    target = {**asdict(config), "uri": lite_server_uri(config)}
     from kira.models.stack import image_encoder_choice
 
     root = os.fspath(source) if "://" not in os.fspath(source) and Path(source).is_dir() else None
-    options = {"threads": max(1, int(cpus_per_actor)), "chunking": asdict(kb.config.chunking),
+    options = {"threads": max(1, int(cpus_per_actor)), "config": kb.config.to_dict(),
                "levels": list(kb.levels), "caption_children": kb.caption_children, "captions": captions,
                "root": root, "image_encoder": image_encoder_choice(kb.built_with().get("image")),
-               "tags": tags, "metadata": metadata, "max_pixels": max_pixels,
-               "pieces": kb.config.grounding.pieces_at_ingest, "patch_pieces": kb.config.grounding.patch_pieces_at_ingest}
+               "tags": tags, "metadata": metadata, "max_pixels": max_pixels}
     own_ray = not ray.is_initialized()
     if own_ray:
         start_ray(ray, address)
@@ -216,7 +217,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
             bar.close()
         if own_ray:
             stop_ray(ray)
-    kb.note_external_writes()  # the actors wrote: flush and publish their writes
+    storage.note_external_writes()  # the actors wrote: flush and publish their writes
     kb.commit()
     log.info("ray ingest: %d added, %d skipped with %d actor(s) on %d node(s)", len(summary.added),
              len(summary.skipped), pool, len(nodes))

@@ -35,14 +35,14 @@ import logging
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from kira.knowledge_base.check_report import CheckReport
+from kira.knowledge_base.embedded.files import CONFIG_FILE, PROFILE_FILE, read_config_text
+from kira.knowledge_base.embedded.storage import EmbeddedStorage
 from kira.knowledge_base.embedded.store import DB_NAME, Store
 
-CONFIG_FILE = "config.json"  # as kira.knowledge_base.kb.CONFIG_FILE (not imported: kb imports the models)
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,6 @@ def check_embedded(path: str | os.PathLike, *, repair: bool = False) -> CheckRep
 
 
 def _verify(path: Path) -> CheckReport:
-    from kira.knowledge_base.kb import KnowledgeBase
-
     report = CheckReport(str(path))
     settings_ok = _check_settings(path, report)
     store = Store(path, read_only=True)
@@ -89,7 +87,7 @@ def _verify(path: Path) -> CheckReport:
     if not settings_ok:
         report.checked["indexes"] = f"not checked: fix {CONFIG_FILE} first"
         return report
-    kb = KnowledgeBase.open(path, models=None, read_only=True)
+    kb = EmbeddedStorage.open(path, read_only=True)
     try:
         _check_indexes(kb, damaged, report)
     finally:
@@ -100,7 +98,6 @@ def _verify(path: Path) -> CheckReport:
 
 def _check_settings(path: Path, report: CheckReport) -> bool:
     """config.json present and readable, profile.json valid; returns whether the config can be read."""
-    from kira.knowledge_base.kb import PROFILE_FILE, _read_config
     from kira.profile import DomainProfile
 
     ok = True
@@ -111,7 +108,7 @@ def _check_settings(path: Path, report: CheckReport) -> bool:
         ok = False
     else:
         try:
-            _read_config(path / CONFIG_FILE)
+            read_config_text(path / CONFIG_FILE)
         except ValueError as exc:
             report.add(CONFIG_FILE, str(exc), f"none automatic: restore {CONFIG_FILE} from a backup, or delete it "
                                               "and run `kira check --repair` to write the default constants")
@@ -202,8 +199,9 @@ def _check_vectors(store: Store, dims: dict[str, int], report: CheckReport) -> d
     return damaged
 
 
-def _check_indexes(kb: Any, damaged: dict[str, dict[int, str]], report: CheckReport) -> None:
-    vectors = kb.vectors
+def _check_indexes(kb: EmbeddedStorage, damaged: dict[str, dict[int, str]], report: CheckReport) -> None:
+    vectors = kb.spaces
+    assert vectors is not None
     repair = "rebuild the index file from the stored vectors"
     if kb.repair is not None and not kb.repair.clean:
         # opening had to fix the files in memory: missing or unreadable files are a finding; files
@@ -254,7 +252,6 @@ def _repair(path: Path, report: CheckReport) -> None:
     """Write a missing config.json with the defaults; rebuild both index files from the stored vectors
     (damaged ones left out) and save them, when the database and the config can be read."""
     from kira.config import KiraConfig
-    from kira.knowledge_base.kb import KnowledgeBase
     from kira.knowledge_base.embedded.vectors import make_index, write_json_atomic
 
     wheres = {f.where for f in report.findings}
@@ -264,14 +261,14 @@ def _repair(path: Path, report: CheckReport) -> None:
     if "database" not in report.checked:
         return  # a damaged database: the index files cannot be rebuilt from it
     try:
-        kb = KnowledgeBase.open(path, models=None)  # the writer lock: refused while another process writes
+        kb = EmbeddedStorage.open(path)  # the writer lock: refused while another process writes
     except ValueError as exc:
         if "open for writing" in str(exc):
             raise
         log.warning("could not open %s to rebuild its index files: %s", path, exc)
         return
     try:
-        vectors = kb.vectors
+        vectors = kb.spaces
         if vectors is None:
             return
         for space in ("visual", "text"):

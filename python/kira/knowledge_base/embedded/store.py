@@ -45,7 +45,7 @@ import numpy as np
 
 from kira.knowledge_base.embedded.store_reads import StoreReads, _space_column
 from kira.knowledge_base.embedded.store_schema import _MIGRATIONS, chunk_digest
-from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS, ChunkRow, DocumentRow
+from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
 
 __all__ = ["DB_NAME", "SCHEMA_VERSION", "Store"]
 

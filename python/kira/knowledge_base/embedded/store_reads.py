@@ -224,7 +224,7 @@ class StoreReads:
     def described_chunks(self, doc_ids: Iterable[str], *, levels: Iterable[str]
                          ) -> dict[str, tuple[str | None, bool, list[tuple[str, str]]]]:
         """doc_id -> (its caption, whether it has an image, [(level, description)] of its chunks of the given
-        `levels`, by chunk id): what `kira.knowledge_base.kb_writing.pieces_to_store` reads."""
+        `levels`, by chunk id): what `kira.knowledge_base.pieces.pieces_to_store` reads."""
         docs = list(dict.fromkeys(doc_ids))
         out: dict[str, tuple[str | None, bool, list[tuple[str, str]]]] = {}
         wanted = sorted(set(levels))

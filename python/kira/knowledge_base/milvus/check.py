@@ -1,9 +1,9 @@
-"""`kira check` on a Milvus-backed knowledge base (`kira.knowledge_base.milvus.kb`).
+"""`kira check` on a Milvus-backed knowledge base (`kira.knowledge_base.milvus.storage`).
 
 What is checked:
 
 1. it opens: its settings, stored config, collection schema and dimensions (as
-   `MilvusKnowledgeBase.open` checks them), and its domain profile;
+   `MilvusStorage.open` checks them), and its domain profile;
 2. the counts: document records, chunks per level, the generation;
 3. agreement of the document records with the chunks: a chunk whose ``doc_id`` has no
    document record is an orphan (a write interrupted between the chunks and the record):
@@ -19,6 +19,7 @@ only copy): the report names the documents to remove and add again.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any
@@ -51,9 +52,16 @@ def check_milvus(path_or_name: str | os.PathLike, *, repair: bool = False, uri: 
 
 
 def _open(path_or_name: str | os.PathLike, uri: str | None, token: str, *, read_only: bool) -> Any:
-    from kira.knowledge_base.milvus.kb import MilvusKnowledgeBase
+    from kira.knowledge_base.milvus.storage import MilvusStorage
 
-    return MilvusKnowledgeBase.open(path_or_name, None, uri=uri, token=token, read_only=read_only)
+    return MilvusStorage.open(path_or_name, uri=uri, token=token, read_only=read_only)
+
+
+def _profile(storage: Any) -> Any:
+    from kira.profile import DomainProfile
+
+    stored = storage.get_setting("profile")
+    return DomainProfile.from_dict(json.loads(stored)) if stored else DomainProfile()
 
 
 def _verify(path_or_name: str | os.PathLike, uri: str | None, token: str) -> CheckReport:
@@ -63,16 +71,16 @@ def _verify(path_or_name: str | os.PathLike, uri: str | None, token: str) -> Che
     try:
         report.checked["backend"] = f"milvus ({kb.uri}, collection {kb.name})"
         try:
-            profile = kb.profile
+            profile = _profile(kb)
         except (ValueError, TypeError) as exc:
             report.add("profile", f"the stored domain profile is not valid: {exc}",
                        "none automatic: store a valid one with `kira ingest KB FOLDER --profile FILE`")
         else:
             report.checked["profile"] = "empty" if profile.empty else "valid"
-        documents = {key[4:] for key, _ in kb._records.prefixed("doc:", values=False)}
+        documents = {key[4:] for key, _ in kb.records.prefixed("doc:", values=False)}
         report.checked["document records"] = len(documents)
-        report.checked["generation"] = kb.store.generation()
-        if kb._collection is None:
+        report.checked["generation"] = kb.rows.generation()
+        if kb.collection is None:
             report.checked["chunks"] = "none yet (no image added)"
             return report
         _check_chunks(kb, documents, report)
@@ -83,7 +91,7 @@ def _verify(path_or_name: str | os.PathLike, uri: str | None, token: str) -> Che
 
 def _check_chunks(kb: Any, documents: set[str], report: CheckReport) -> None:
     """Counts, orphans, records without chunks and the stored vectors, reading the chunks in batches."""
-    col = kb._collection
+    col = kb.collection
     levels: dict[str, int] = {}
     orphans: dict[int, str] = {}
     with_chunk: set[str] = set()
@@ -149,11 +157,12 @@ def _repair(path_or_name: str | os.PathLike, uri: str | None, token: str, report
         return
     kb = _open(path_or_name, uri, token, read_only=False)
     try:
-        documents = {key[4:] for key, _ in kb._records.prefixed("doc:", values=False)}
-        orphans = [int(r["id"]) for r in kb.store.query_all("id >= 0", ["doc_id"]) if r["doc_id"] not in documents]
+        documents = {key[4:] for key, _ in kb.records.prefixed("doc:", values=False)}
+        orphans = [int(r["id"]) for r in kb.rows.query_all("id >= 0", ["doc_id"]) if r["doc_id"] not in documents]
         if orphans:
-            delete_chunks(kb._collection, orphans)
-            kb.note_external_writes()  # flushed and published by the commit in close()
+            delete_chunks(kb.collection, orphans)
+            kb.note_external_writes()
+            kb.commit()  # flushed and published to readers
             log.warning("deleted %d orphan chunk(s) of %s", len(orphans), kb.name)
     finally:
         kb.close()

@@ -250,3 +250,29 @@ def hybrid_search(collection: MilvusCollection, text: str, vector: np.ndarray, s
                                            output_fields=[])[0]
     return (np.asarray([int(h["id"]) for h in hits], dtype=np.int64),
             np.asarray([float(h["distance"]) for h in hits], dtype=np.float32))
+
+
+class DocumentGroups:
+    """`groups=` for a `MilvusIndex` search: "at most n chunks per document", done by Milvus on ``doc_chunk``.
+
+    Given a knowledge base's `document_chunk_of` and a chunk count, it also reads like the core's
+    `GroupMap` (``len``, ``group_of``), without holding the map in this process.
+    """
+
+    def __init__(self, group_of: Any = None, count: Any = None) -> None:
+        self._group_of, self._count = group_of, count
+
+    def __len__(self) -> int:
+        """Chunks that have a group (every chunk of the knowledge base)."""
+        if self._count is None:
+            raise TypeError("this DocumentGroups was made without a chunk count")
+        return int(self._count())
+
+    def group_of(self, ids: np.ndarray) -> np.ndarray:
+        """The document chunk id of each chunk id (-1 for unknown ids)."""
+        if self._group_of is None:
+            raise TypeError("this DocumentGroups was made without a chunk -> document map")
+        return self._group_of(np.asarray(ids, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        return "DocumentGroups(field='doc_chunk')"

@@ -33,10 +33,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from kira.knowledge_base.identifiers import MAX_DOCUMENT_SHARE, name_words
-from kira.knowledge_base.lexical import BM25_B, BM25_K1, QUERY_FRAME_WORDS, LexicalHits, lexical_terms
+from kira.knowledge_base.lexical import (BM25_B, BM25_K1, QUERY_FRAME_WORDS, LexicalHits, indexed_text,
+                                        lexical_terms)
 
 MAX_TERMS_CHARS = 65_535  # Milvus's VARCHAR limit, in bytes: the analysed fields are cut to it
-MAX_LEXICAL_CHARS = 20_000  # as kira.knowledge_base.kb_views: description and metadata each
 INDEXED_LEVELS = ("document", "passage")  # the levels kira's lexical index holds
 _NOT_WORD = re.compile(r"\W")
 
@@ -58,10 +58,7 @@ def lexical_field(level: str, description: str, doc_id: str, metadata: Mapping[s
     (document and passage chunks; "" at other levels, which the lexical index leaves out)."""
     if level not in INDEXED_LEVELS:
         return ""
-    values = metadata if isinstance(metadata, Mapping) else {}
-    extra = " ".join(str(v) for v in values.values())
-    text = f"{(description or '')[:MAX_LEXICAL_CHARS]} {str(doc_id).replace('-', ' ')} {extra[:MAX_LEXICAL_CHARS]}"
-    return _fit(stored_word(t) for t in lexical_terms(text))
+    return _fit(stored_word(t) for t in lexical_terms(indexed_text(description, doc_id, dict(metadata or {}))))
 
 
 def names_field(level: str, doc_id: str, group_keys: Iterable[str], metadata: Mapping[str, Any] | None) -> str:
@@ -76,32 +73,9 @@ def names_field(level: str, doc_id: str, group_keys: Iterable[str], metadata: Ma
     return _fit(sorted({stored_word(w) for t in texts for w in name_words(t)}))
 
 
-def create_terms_collection(client: Any, name: str) -> None:
-    """Create the terms collection `name` (module docstring): id, doc_id, level, ``lexical`` with its BM25
-    vector, ``names``, and the chunk's ``groups`` / ``group_order`` (kira.knowledge_base.milvus.compounds)."""
-    from kira.knowledge_base.milvus.schema import MAX_GROUPS, MAX_NAME, require_pymilvus
-
-    pm = require_pymilvus()
-    dt = pm.DataType
-    schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
-                                  description="kira's BM25 terms and name words of document and passage chunks")
-    schema.add_field("id", dt.INT64, is_primary=True)  # the chunk id
-    schema.add_field("doc_id", dt.VARCHAR, max_length=MAX_NAME)
-    schema.add_field("level", dt.VARCHAR, max_length=16)
-    schema.add_field("lexical", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
-    schema.add_field("lexical_bm25", dt.SPARSE_FLOAT_VECTOR)
-    schema.add_field("names", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
-    # the document's group memberships, as on its chunks: per-hit compound fetches read document rows only
-    schema.add_field("groups", dt.ARRAY, element_type=dt.VARCHAR, max_capacity=MAX_GROUPS, max_length=MAX_NAME)
-    schema.add_field("group_order", dt.JSON)
-    schema.add_function(pm.Function(name="lexical_bm25_fn", function_type=pm.FunctionType.BM25,
-                                    input_field_names=["lexical"], output_field_names=["lexical_bm25"]))
-    params = client.prepare_index_params()
-    # one JSON "params" entry, as kira.knowledge_base.milvus.schema sends its knobs (Milvus Lite 3.2 ignores
-    # knobs sent as keys of their own, and its default k1 is 1.5)
-    params.add_index(field_name="lexical_bm25", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
-                     params={"params": {"bm25_k1": BM25_K1, "bm25_b": BM25_B}})
-    client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+def terms_name(collection: str) -> str:
+    """The terms collection beside chunk collection `collection` (module docstring)."""
+    return f"{collection}__terms"
 
 
 def terms_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -119,8 +93,6 @@ def upsert_terms(collection: Any, rows: Sequence[Mapping[str, Any]]) -> None:
         return
     terms = terms_rows(rows)
     if terms:
-        from kira.knowledge_base.milvus.schema import terms_name
-
         collection.client.upsert(terms_name(collection.name), terms, timeout=collection.config.timeout)
 
 
@@ -128,8 +100,6 @@ def delete_terms(collection: Any, filter: str = "", *, ids: Sequence[int] = ()) 
     """Delete terms rows by a filter over ``id`` / ``doc_id`` / ``level``, or by chunk ids."""
     if not collection.config.kira_terms or not (filter or len(ids)):
         return
-    from kira.knowledge_base.milvus.schema import terms_name
-
     if filter:
         collection.client.delete(terms_name(collection.name), filter=filter)
     else:
@@ -251,5 +221,5 @@ def _levels(levels: Sequence[str]) -> str:
     return "level in [" + ", ".join(f'"{level}"' for level in levels) + "]"
 
 
-__all__ = ["INDEXED_LEVELS", "MilvusLexical", "create_terms_collection", "delete_terms", "lexical_field",
-           "names_field", "stored_word", "terms_rows", "upsert_terms"]
+__all__ = ["INDEXED_LEVELS", "MilvusLexical", "delete_terms", "lexical_field", "names_field", "stored_word",
+           "terms_name", "terms_rows", "upsert_terms"]

@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kira.knowledge_base.milvus.lexical import terms_name
+
 log = logging.getLogger(__name__)
 
 SPACES = ("visual", "text")
@@ -351,10 +353,34 @@ def close_client(client: Any) -> None:
                 log.debug("released the Milvus Lite file %s", path)
 
 
-def terms_name(collection: str) -> str:
-    """The collection of kira's terms and name words beside chunk collection `collection`
-    (kira.knowledge_base.milvus.lexical)."""
-    return f"{collection}__terms"
+def create_terms_collection(client: Any, name: str) -> None:
+    """Create the terms collection `name` (kira.knowledge_base.milvus.lexical): id, doc_id, level, ``lexical`` with its BM25
+    vector, ``names``, and the chunk's ``groups`` / ``group_order`` (kira.knowledge_base.milvus.compounds)."""
+    from kira.knowledge_base.lexical import BM25_B, BM25_K1
+    from kira.knowledge_base.milvus.lexical import MAX_TERMS_CHARS
+
+    pm = require_pymilvus()
+    dt = pm.DataType
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                  description="kira's BM25 terms and name words of document and passage chunks")
+    schema.add_field("id", dt.INT64, is_primary=True)  # the chunk id
+    schema.add_field("doc_id", dt.VARCHAR, max_length=MAX_NAME)
+    schema.add_field("level", dt.VARCHAR, max_length=16)
+    schema.add_field("lexical", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
+    schema.add_field("lexical_bm25", dt.SPARSE_FLOAT_VECTOR)
+    schema.add_field("names", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
+    # the document's group memberships, as on its chunks: per-hit compound fetches read document rows only
+    schema.add_field("groups", dt.ARRAY, element_type=dt.VARCHAR, max_capacity=MAX_GROUPS, max_length=MAX_NAME)
+    schema.add_field("group_order", dt.JSON)
+    schema.add_function(pm.Function(name="lexical_bm25_fn", function_type=pm.FunctionType.BM25,
+                                    input_field_names=["lexical"], output_field_names=["lexical_bm25"]))
+    params = client.prepare_index_params()
+    # one JSON "params" entry, as kira.knowledge_base.milvus.schema sends its knobs (Milvus Lite 3.2 ignores
+    # knobs sent as keys of their own, and its default k1 is 1.5)
+    params.add_index(field_name="lexical_bm25", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
+                     params={"params": {"bm25_k1": BM25_K1, "bm25_b": BM25_B}})
+    client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+
 
 
 class MilvusCollection:
@@ -408,8 +434,6 @@ class MilvusCollection:
                                      index_params=build_index_params(client, config),
                                      consistency_level="Strong")
             if config.kira_terms:
-                from kira.knowledge_base.milvus.lexical import create_terms_collection
-
                 create_terms_collection(client, terms_name(config.collection))
             log.info("created Milvus collection %s at %s (%s)", config.collection, config.uri, config.index)
         else:

@@ -1,15 +1,15 @@
 """Fitted views of a Milvus knowledge base, stored with it at commit: a reader loads, never refits.
 
 The text->image bridge (`kira.models.bridge.TextToImageBridge`) is fitted by the writer at `commit`
-on the captioned documents' vectors and stored in the knowledge base's records collection: the
-``.npz`` bytes `TextToImageBridge.save` writes, base64, cut into ``view:bridge:<fit>:<i>`` rows (a
-value holds at most 64 KB), then ``setting:bridge`` = {"fit", "parts", "fitted_on", "bytes"} written
+(kira.knowledge_base.adaptation, the embedded rule: refitted once the captioned documents moved by
+more than 5%) and stored in the knowledge base's records collection: the ``.npz`` bytes
+`TextToImageBridge.save` writes, base64, cut into ``view:bridge:<fit>:<i>`` rows (a value holds at
+most 64 KB), then ``setting:bridge`` = {"fit", "parts", "fitted_on", "bytes", "generation"} written
 last, then the previous fit's rows deleted: a reader reads the fit the setting names, the old one or
-the new one, never a mix (one that finds its fit's rows just deleted reads the setting again).
-It is refitted when the number of captioned documents has moved by more than
-`BRIDGE_REFIT_SHARE` of the number it was fitted on (the embedded knowledge base's rule). Any
-process on any machine opens the knowledge base and reads the bridge: a few rows, whatever the
-collection's size.
+the new one, never a mix (one that finds its fit's rows just deleted reads the setting again). At a
+commit that keeps the bridge the writer only moves "generation" on (`confirm_bridge`); with fewer
+than 2 captioned documents it stores that there is none. A reader at that generation loads the
+rows (a few, whatever the collection's size) and counts nothing.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ import logging
 import tempfile
 from pathlib import Path
 from typing import Any
-
-from kira.knowledge_base.kb_adaptation import BRIDGE_REFIT_SHARE
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +56,7 @@ def stored_bridge_info(records: Any) -> dict[str, Any] | None:
     return json.loads(value) if value else None
 
 
-def store_bridge(records: Any, bridge: Any, fitted_on: int) -> dict[str, Any]:
+def store_bridge(records: Any, bridge: Any, fitted_on: int, generation: int) -> dict[str, Any]:
     """Write `bridge` (fitted on `fitted_on` captioned documents) to the records (module docstring): the new
     fit's parts, then the setting that names them, then the previous fit's parts are deleted."""
     import uuid
@@ -68,17 +66,18 @@ def store_bridge(records: Any, bridge: Any, fitted_on: int) -> dict[str, Any]:
     before = stored_bridge_info(records)
     fit = uuid.uuid4().hex[:12]
     records.put({f"{BRIDGE_PART}{fit}:{i}": part for i, part in enumerate(parts)})
-    info = {"fit": fit, "parts": len(parts), "fitted_on": int(fitted_on), "bytes": len(text)}
+    info = {"fit": fit, "parts": len(parts), "fitted_on": int(fitted_on), "bytes": len(text),
+            "generation": int(generation)}
     records.put({BRIDGE_SETTING: json.dumps(info)})
     if before and before.get("parts"):
         records.delete([f"{BRIDGE_PART}{before['fit']}:{i}" for i in range(int(before["parts"]))])
     return info
 
 
-def store_no_bridge(records: Any, captioned: int) -> dict[str, Any]:
+def store_no_bridge(records: Any, captioned: int, generation: int) -> dict[str, Any]:
     """Record that no bridge is fitted (fewer than 2 captioned documents), so readers do not fit one."""
     before = stored_bridge_info(records)
-    info = {"fit": "", "parts": 0, "fitted_on": int(captioned), "bytes": 0}
+    info = {"fit": "", "parts": 0, "fitted_on": int(captioned), "bytes": 0, "generation": int(generation)}
     records.put({BRIDGE_SETTING: json.dumps(info)})
     if before and before.get("parts"):
         records.delete([f"{BRIDGE_PART}{before['fit']}:{i}" for i in range(int(before["parts"]))])
@@ -105,31 +104,15 @@ def load_bridge(records: Any) -> Any:
     return None
 
 
-def refit_due(fitted_on: int | None, captioned: int) -> bool:
-    """Whether a bridge fitted on `fitted_on` captioned documents (None: none stored) must be refitted now
-    that there are `captioned`: at least 2 of them, and none stored or a move past `BRIDGE_REFIT_SHARE`."""
-    if captioned < 2:
-        return False
-    return fitted_on is None or fitted_on < 2 or abs(captioned - fitted_on) > BRIDGE_REFIT_SHARE * fitted_on
-
-
-def refresh_bridge(kb: Any) -> dict[str, Any]:
-    """At a writer's commit: fit the bridge on the captioned documents' stored vectors and store it, where
-    `refit_due` says so (with fewer than 2 captioned documents, store that there is none); returns the
-    stored info."""
-    from kira.models.bridge import TextToImageBridge
-
-    ids = kb.store.captioned_document_ids()
-    info = stored_bridge_info(kb._records)
-    if len(ids) < 2:
-        return info if info and not info.get("parts") else store_no_bridge(kb._records, len(ids))
-    if not refit_due(int(info["fitted_on"]) if info and info.get("parts") else None, len(ids)):
-        return info
-    bridge = TextToImageBridge()
-    bridge.fit(kb.index("text").get_vectors(ids), kb.index("visual").get_vectors(ids))
-    info = store_bridge(kb._records, bridge, len(ids))
-    log.info("%s: stored the text->image bridge fitted on %d captioned documents", kb.name, len(ids))
+def confirm_bridge(records: Any, captioned: int, generation: int) -> dict[str, Any]:
+    """Record that at `generation` the stored bridge still holds; with fewer than 2 `captioned` documents,
+    that there is none (its parts deleted)."""
+    info = stored_bridge_info(records)
+    if captioned < 2 or not info or not info.get("parts"):
+        return store_no_bridge(records, captioned, generation)
+    info = {**info, "generation": int(generation)}
+    records.put({BRIDGE_SETTING: json.dumps(info)})
     return info
 
 
-__all__ = ["load_bridge", "refit_due", "refresh_bridge", "store_bridge", "store_no_bridge", "stored_bridge_info"]
+__all__ = ["confirm_bridge", "load_bridge", "store_bridge", "store_no_bridge", "stored_bridge_info"]

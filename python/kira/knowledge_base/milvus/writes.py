@@ -157,8 +157,19 @@ def _meta_name(collection: MilvusCollection) -> str:
     return f"{collection.name}__meta"
 
 
+def reserved_ordinals(collection: MilvusCollection) -> int:
+    """How many image ordinals have been reserved (`reserve_ordinals`) so far: every chunk id is below
+    this many ordinals' ids."""
+    client, name = collection.client, _meta_name(collection)
+    if not client.has_collection(name):
+        return 0
+    client.load_collection(name)
+    rows = client.get(name, ids=["next_ordinal"], output_fields=["value"])
+    return int(rows[0]["value"]) if rows else 0
+
+
 def reserve_ordinals(collection: MilvusCollection, n: int) -> int:
-    """Reserve `n` image ordinals (chunk id ranges, kira.knowledge_base.milvus.encode.chunk_id) for one ingest job;
+    """Reserve `n` image ordinals (chunk id ranges, kira.knowledge_base.milvus.kb_writes.chunk_id) for one ingest job;
     returns the first. Kept in a small ``<collection>__meta`` collection. One ingest job at a time per
     knowledge base (as the local store has one writer): two drivers reserving at once may overlap."""
     pm = __import__("pymilvus")

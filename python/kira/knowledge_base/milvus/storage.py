@@ -1,0 +1,410 @@
+"""`MilvusStorage`: a knowledge base whose chunks, vectors, documents and settings live in Milvus.
+
+Where it lives is `kira.knowledge_base.milvus.location`'s: the Milvus Lite file ``<dir>/milvus.db``,
+or the collection named after the knowledge base at a uri, from which any process on any machine
+opens it. Two collections hold it: ``<name>`` (every chunk, kira.knowledge_base.milvus.schema;
+created at the first write, when the model stack fixes the dimensions) and ``<name>__kb`` (settings,
+document records, thumbnails, text pieces: kira.knowledge_base.milvus.records).
+
+Writes go to Milvus at once, batched and idempotent by chunk id (kira.knowledge_base.milvus.kb_writes);
+`commit` flushes them and bumps the generation, which other processes' `refresh` looks at. Milvus
+has no transactions: `rollback` cannot undo writes already sent (it says so in the log). One writer
+at a time per knowledge base, as with the embedded backend (not enforced across machines).
+The level filter and the per-document grouping of a search run in Milvus (`level_ids`,
+`document_groups`: the optional capabilities of kira.knowledge_base.storage), and so do the lexical
+search (`lexical`: Milvus's BM25 over kira's terms), the names a question uses (`identifier_postings`)
+and the compound groups of a query's hits (`compounds_for`), over ``<name>__terms``
+(kira.knowledge_base.milvus.lexical, .compounds); the bridge is stored at commit
+(kira.knowledge_base.milvus.stored_views). Nothing is read whole into the process for a query. A
+knowledge base of format 1 (no ``__terms``) answers the first two from rows read here, as before.
+A server that stops answering during a write raises `MilvusUnavailable` (kira.knowledge_base.milvus.faults).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kira.knowledge_base.batch import WriteBatch
+from kira.knowledge_base.milvus.location import LITE_FILE, target
+from kira.knowledge_base.milvus.records import KbRecords, piece_value
+from kira.knowledge_base.milvus.rows import MilvusRows
+
+log = logging.getLogger(__name__)
+FORMAT = 2  # 2: <name>__terms holds kira's terms, names and groups (milvus.lexical); the bridge is stored
+KIRA_KEYS = {"index_kind": "index", "levels": "levels", "caption_children": "caption_children"}
+"""Settings kept inside the ``setting:kira`` row (as every Milvus knowledge base since format 1 has them)."""
+
+
+class MilvusStorage:
+    """The `kira.knowledge_base.storage.Storage` of a Milvus knowledge base (module docstring)."""
+
+    kind = "milvus"
+
+    def __init__(self, uri: str, name: str, client: Any, *, path: Path | None, token: str, read_only: bool) -> None:
+        self.uri, self.name, self.token = uri, name, token
+        self.path = path if path is not None else Path(name)
+        self.local = path
+        self.read_only = read_only
+        self.client = client
+        self.records: Any = KbRecords(client, name)
+        self.rows = self.store = MilvusRows(self)
+        self.collection: Any = None
+        self._indexes: dict[str, Any] = {}
+        self.settings: dict[str, Any] = {}
+        self._seen_generation = 0
+        self._changed = False  # written since the last generation bump
+        self._unflushed = False  # written since the last flush
+        self._doc_chunk: dict[int, int] = {}  # chunk id -> document chunk id, of the ids asked about since a commit
+        self._lexical: Any = None  # this commit's lexical index (MilvusLexical, or format 1: an in-process one)
+        self._names: Any = None  # format 1: this commit's IdentifierIndex
+
+    @property
+    def where(self) -> str:
+        return f"{self.name} at {self.uri}"
+
+    # ---- construction -----------------------------------------------------------------
+    @classmethod
+    def create(cls, path_or_name: str | os.PathLike, settings: Mapping[str, str], *, uri: str | None = None,
+               token: str = "") -> MilvusStorage:
+        """A new, empty knowledge base with `settings`, open for writing. ValueError where it (or a non-empty
+        local directory) exists; ImportError naming ``kira[milvus]``; ConnectionError naming the uri."""
+        from kira.knowledge_base.milvus.schema import close_client, connect
+
+        uri, name, local = target(path_or_name, uri)
+        if local is not None:
+            if local.exists() and (not local.is_dir() or any(local.iterdir())):
+                raise ValueError(f"{local} exists and is not an empty directory; use KnowledgeBase.open or pick a new path")
+            local.mkdir(parents=True, exist_ok=True)
+        client = connect(uri, token)
+        try:
+            storage = cls(uri, name, client, path=local, token=token, read_only=False)
+            if storage.records.exists() or client.has_collection(name):
+                raise ValueError(f"a knowledge base {name!r} already exists at {uri!r}; open it with "
+                                 "KnowledgeBase.open(..., backend='milvus') or pick another name")
+            storage.records.create()
+            storage.settings = {"format": FORMAT}
+            storage.records.put({"setting:kira": json.dumps(storage.settings), "setting:generation": "0"})
+            storage.put_settings(settings)
+            storage._changed = False
+        except BaseException:
+            close_client(client)
+            raise
+        return storage
+
+    @classmethod
+    def exists(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
+        """Whether a knowledge base of this name is at `uri` (or, without one, in the directory)."""
+        from kira.knowledge_base.milvus.schema import close_client, connect
+
+        uri, name, local = target(path_or_name, uri)
+        if local is not None:
+            return (local / LITE_FILE).exists()
+        client = connect(uri, token)
+        try:
+            return KbRecords(client, name).exists()
+        finally:
+            close_client(client)
+
+    @classmethod
+    def open(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "",
+             read_only: bool = False) -> MilvusStorage:
+        """The knowledge base named `path_or_name` (checked before anything is written: ValueError where there
+        is none, where it is not a kira knowledge base or was written by a newer kira)."""
+        from kira.knowledge_base.milvus.orphans import recover
+        from kira.knowledge_base.milvus.schema import close_client, connect
+
+        uri, name, local = target(path_or_name, uri)
+        if local is not None and not (local / LITE_FILE).exists():
+            raise ValueError(f"{local} is not a Milvus-backed kira knowledge base (no {LITE_FILE}); create one with "
+                             "KnowledgeBase.create(..., backend='milvus')")
+        client = connect(uri, token)
+        try:
+            storage = cls(uri, name, client, path=local, token=token, read_only=read_only)
+            if not storage.records.exists():
+                raise ValueError(f"no kira knowledge base {name!r} at {uri!r} (no collection {storage.records.name!r}); "
+                                 "create it with KnowledgeBase.create(..., backend='milvus')")
+            storage.records.load()
+            stored = storage.records.get_one("setting:kira")
+            if stored is None:
+                raise ValueError(f"{storage.records.name!r} at {uri!r} holds no kira settings; it is not a kira "
+                                 "knowledge base")
+            storage.settings = json.loads(stored)
+            if int(storage.settings.get("format", 0)) > FORMAT:
+                raise ValueError(f"knowledge base {name!r} was written by a newer kira (format "
+                                 f"{storage.settings['format']}); upgrade kira")
+            dims = json.loads(storage.get_setting("dims", "null") or "null")
+            if dims:
+                storage.open_spaces(dims, create=False)
+            storage._seen_generation = storage.generation()
+            recover(storage)  # chunks a stopped writer left without a document record (milvus.orphans)
+        except BaseException:
+            close_client(client)
+            raise
+        return storage
+
+    # ---- settings ---------------------------------------------------------------------
+    def get_setting(self, key: str, default: str | None = None) -> str | None:
+        if key in KIRA_KEYS:
+            if KIRA_KEYS[key] not in self.settings:
+                return default
+            value = self.settings[KIRA_KEYS[key]]
+            return {"levels": lambda: json.dumps(value), "caption_children": lambda: "1" if value else "0"}.get(
+                key, lambda: str(value))()
+        return self.records.get_one(f"setting:{key}", default)
+
+    def put_settings(self, values: Mapping[str, str]) -> None:
+        rows = {f"setting:{k}": v for k, v in values.items() if k not in KIRA_KEYS}
+        if any(k in KIRA_KEYS for k in values):
+            for key, value in values.items():
+                if key in KIRA_KEYS:
+                    self.settings[KIRA_KEYS[key]] = (json.loads(value) if key == "levels" else
+                                                     value == "1" if key == "caption_children" else value)
+            rows["setting:kira"] = json.dumps(self.settings)
+        self.records.put(rows)
+        self._changed = True
+
+    def generation(self) -> int:
+        return self.rows.generation()
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": str(self.path), "uri": self.uri, "collection": self.name, "backend": self.kind,
+                "index_kind": self.settings.get("index", "flat"),
+                "index_sizes": {s: len(ix) for s, ix in self._indexes.items()},
+                "dims": json.loads(self.get_setting("dims", "null") or "null")}
+
+    # ---- the chunk collection -----------------------------------------------------------
+    def open_spaces(self, dims: Mapping[str, int], *, create: bool) -> None:
+        from kira.knowledge_base.milvus.index import MilvusIndex
+        from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
+
+        config = MilvusConfig(uri=self.uri, collection=self.name, visual_dim=int(dims["visual"]),
+                              text_dim=int(dims["text"]), token=self.token,
+                              index="HNSW" if self.settings.get("index") == "hnsw" else "FLAT")
+        if create:
+            MilvusCollection.attach(self.client, config, create=True)
+        self.collection = MilvusCollection.attach(self.client, config, create=False)
+        self._indexes = {s: MilvusIndex(self.collection, s) for s in ("visual", "text")}
+
+    def index(self, space: str) -> Any:
+        if space not in ("visual", "text"):
+            raise ValueError(f"space {space!r}: choose 'visual' or 'text'")
+        return self._indexes.get(space)
+
+    def level_ids(self, levels: Sequence[str]) -> np.ndarray:
+        """Chunk ids at `levels`; searched with them as ``allow``, an index sends ``level in [...]``."""
+        ids = self.rows.chunk_ids(levels=levels)
+        for index in self._indexes.values():
+            index.name_allow(ids, tuple(levels))
+        return ids
+
+    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document chunk id of each chunk id (-1 unknown), fetched for these ids only."""
+        ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+        known = self._doc_chunk
+        missing = [int(i) for i in np.unique(ids) if int(i) not in known]
+        if missing:
+            found = {int(r["id"]): int(r["doc_chunk"]) for r in self.rows.query_ids(missing, ["doc_chunk"])}
+            known.update({i: found.get(i, -1) for i in missing})
+        return np.array([known[int(i)] for i in ids], dtype=np.int64)
+
+    def document_groups(self) -> Any:
+        """`groups=` for this collection's searches: Milvus groups on ``doc_chunk``."""
+        from kira.knowledge_base.milvus.index import DocumentGroups
+
+        count = (lambda: self.collection.count()) if self.collection is not None else (lambda: 0)
+        return DocumentGroups(group_of=self.document_chunk_of, count=count)
+
+    def _forget(self) -> None:
+        self._doc_chunk, self._lexical, self._names = {}, None, None
+
+    def _kira_terms(self) -> bool:
+        return self.collection is not None and self.collection.config.kira_terms
+
+    def lexical(self) -> Any:
+        """This commit's lexical index: `MilvusLexical` (Milvus's BM25 over kira's terms in ``__terms``), or for
+        a format-1 knowledge base kira's `LexicalIndex` built here from the document and passage rows."""
+        if self._lexical is None:
+            if self._kira_terms():
+                from kira.knowledge_base.milvus.lexical import MilvusLexical
+                from kira.knowledge_base.milvus.lexical import terms_name
+
+                col = self.collection
+                self._lexical = MilvusLexical(col.client, terms_name(col.name), timeout=col.config.timeout,
+                                              resolve_allow=self._indexes["text"].resolve_allow)
+            else:
+                from kira.knowledge_base.lexical import LexicalIndex, indexed_text
+
+                rows = self.rows.lexical_rows(0, None)
+                self._lexical = LexicalIndex.build([int(r[0]) for r in rows], [indexed_text(*r[1:]) for r in rows])
+        return self._lexical
+
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunk ids it names}: one ``text_match`` query per word (format 1: the
+        documents read once per commit, kira.knowledge_base.identifiers)."""
+        if self._kira_terms():
+            return self.lexical().named(text, allow=allow)
+        if self._names is None:
+            from kira.knowledge_base.identifiers import rows_identifier_index
+
+            self._names = rows_identifier_index(self.rows)
+        return self._names.named(text, allow=allow)
+
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> Any:
+        """The `CompoundIndex` of the groups these documents reach, fetched by filter from ``__terms``'s document
+        rows (format 1: from the chunk collection; kira.knowledge_base.milvus.compounds)."""
+        from kira.knowledge_base.compound import CompoundIndex
+        from kira.knowledge_base.milvus.compounds import compounds_for
+        from kira.knowledge_base.milvus.lexical import terms_name
+
+        col = self.collection
+        if col is None:
+            return CompoundIndex.build([], {})
+        rows = terms_name(col.name) if self._kira_terms() else col.name
+        return compounds_for(col.client, rows, doc_ids=doc_ids, chunk_ids=chunk_ids, timeout=col.config.timeout)
+
+    # ---- the stored bridge (KeepsBridge, KnowsBridgeCurrent: kira.knowledge_base.milvus.stored_views) ------
+    def bridge_fitted_on(self) -> int:
+        from kira.knowledge_base.milvus.stored_views import stored_bridge_info
+
+        info = stored_bridge_info(self.records)
+        return int(info["fitted_on"]) if info and info.get("parts") else 0
+
+    def load_bridge(self) -> Any:
+        from kira.knowledge_base.milvus.stored_views import load_bridge
+
+        try:
+            return load_bridge(self.records)
+        except ValueError as exc:
+            log.warning("%s: %s; refitting it", self.where, exc)
+            return None
+
+    def save_bridge(self, bridge: Any, fitted_on: int) -> None:
+        from kira.knowledge_base.milvus.stored_views import store_bridge
+
+        store_bridge(self.records, bridge, fitted_on, self.generation())
+
+    def bridge_current(self) -> bool:
+        from kira.knowledge_base.milvus.stored_views import stored_bridge_info
+
+        info = stored_bridge_info(self.records)
+        return bool(info) and int(info.get("generation", -1)) == self.generation()
+
+    def confirm_bridge(self, captioned: int) -> None:
+        from kira.knowledge_base.milvus.stored_views import confirm_bridge
+
+        confirm_bridge(self.records, captioned, self.generation())
+
+    def writing(self, doing: str) -> Any:
+        """A context turning "the server stopped answering" into one `MilvusUnavailable` that names what is kept
+        (kira.knowledge_base.milvus.faults)."""
+        from kira.knowledge_base.milvus.faults import writing_to
+
+        return writing_to(self.uri, self.name, self._seen_generation, doing)
+
+    # ---- writing ----------------------------------------------------------------------
+    def write(self, batch: WriteBatch) -> None:
+        """Reserve the batch's ordinals (only once it converted: no ids wasted on errors) and write it."""
+        from kira.knowledge_base.milvus.kb_writes import CHUNKS_PER_IMAGE, milvus_rows, write_items
+        from kira.knowledge_base.milvus.writes import reserve_ordinals
+
+        rows = milvus_rows(batch, list(range(len(batch.documents))))
+        self.records.check(rows.documents)
+        with self.writing("adding images to"):
+            shift = reserve_ordinals(self.collection, len(batch.documents)) * CHUNKS_PER_IMAGE
+            for r in rows.records:
+                r.id += shift
+                r.doc_chunk += shift
+                if r.parent >= 0:
+                    r.parent += shift
+            write_items(self.collection, self.records, rows)
+        self.note_external_writes()
+
+    def note_external_writes(self) -> None:
+        """Say that chunks were written (by this process or a Ray job's actors): the next commit flushes them
+        and publishes the new generation."""
+        self._changed = self._unflushed = True
+        self._forget()
+
+    def write_pieces(self, pieces: Mapping[str, tuple[Sequence[str], np.ndarray]]) -> None:
+        rows = {f"piece:{d}": piece_value(list(texts), vectors) for d, (texts, vectors) in pieces.items()}
+        self.records.put({k: v for k, v in rows.items() if v is not None})
+
+    def remove(self, doc_id: str) -> bool:
+        """Remove a document and all its chunks (every chunk with its ``doc_id``), also chunks a stopped writer
+        left without the document's record."""
+        from kira.knowledge_base.milvus.orphans import orphaned
+        from kira.knowledge_base.milvus.writes import delete_documents
+
+        if not self.rows.has_document(doc_id) and not orphaned(self, [doc_id]):
+            return False
+        with self.writing("removing a document from"):
+            if self.collection is not None:
+                delete_documents(self.collection, [doc_id])
+            self.records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
+        self.note_external_writes()
+        return True
+
+    def commit(self, *, checkpoint: bool | None = None) -> int:
+        """Flush the chunks written since the last flush (Milvus seals them into indexed segments; not with
+        `checkpoint` False) and, where anything changed, bump the generation other processes' `refresh` reads."""
+        with self.writing("committing"):
+            if checkpoint is not False and self._unflushed and self.collection is not None:
+                self.collection.flush()
+                self._unflushed = False
+            if not self._changed:
+                return self._seen_generation
+            generation = self.generation() + 1
+            self.records.put({"setting:generation": str(generation)})
+            self.records.client.flush(self.records.name)
+        self._seen_generation = generation
+        self._changed = False
+        return generation
+
+    def rollback(self) -> None:
+        if not self.read_only and (self._changed or self._unflushed):
+            log.warning("%s: rollback on the Milvus backend cannot undo writes already sent to %s", self.name, self.uri)
+
+    def refresh(self) -> bool:
+        if self.records is None:
+            return False
+        generation = self.generation()
+        if generation == self._seen_generation:
+            return False
+        if self.collection is None:
+            dims = json.loads(self.get_setting("dims", "null") or "null")
+            if dims:
+                self.open_spaces(dims, create=False)
+        for index in self._indexes.values():
+            index.forget_len()  # another process wrote: its count is not this collection object's to know
+        self._forget()
+        self._seen_generation = generation
+        return True
+
+    def close(self) -> None:
+        """Close the client; the last client of a Milvus Lite file in this process releases the file, so
+        another process can open the knowledge base next. Safe to call twice."""
+        from kira.knowledge_base.milvus.schema import close_client
+
+        if self.records is None:
+            return
+        close_client(self.client)
+        self.records, self.collection, self._indexes = None, None, {}
+
+    def drop(self) -> None:
+        """Delete the knowledge base from Milvus (its chunk, terms, settings and ordinal collections), and close."""
+        from kira.knowledge_base.milvus.schema import close_client
+
+        for name in (self.name, f"{self.name}__meta", f"{self.name}__terms", self.records.name):
+            if self.client.has_collection(name):
+                self.client.drop_collection(name)
+        close_client(self.client)
+        self.records, self.collection, self._indexes = None, None, {}
+
+
+__all__ = ["FORMAT", "MilvusStorage"]

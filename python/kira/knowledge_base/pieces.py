@@ -1,0 +1,118 @@
+"""Text pieces: each document's descriptions split as the grounding verifier reads them, with their vectors.
+
+At ingest (`GroundingConfig.pieces_at_ingest`) the pieces of a batch are encoded with it and stored
+with each document (`kira.knowledge_base.writing.prepare_batch`, on every backend and in the Ray job);
+`fill_missing_pieces` encodes them later for documents stored without (`KnowledgeBase.store_text_pieces`).
+The verifier then encodes only the claims; a document without pieces is verified all the same (the
+verifier encodes the evidence it cites, same scores, more time per ask).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from kira.knowledge_base.batch_encode import MAX_ENCODED_CHARS, encode_texts
+from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
+from kira.knowledge_base.storage import ReusesStoredPieces, Storage
+from kira.text.pieces import appearance_parts, summary_pieces
+
+
+def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str, str]], *,
+                    appearance: bool = False) -> list[str]:
+    """The distinct text pieces (`kira.text.pieces.summary_pieces`) a document's chunks are stored
+    with at ingest: every piece of each of its `chunks` ((level, description) pairs) but, for a document
+    with an `image`, the pieces that only say how the image looks (`kira.text.pieces.appearance_parts`
+    of its image chunks' descriptions, given the user's `caption`): an answer states those only when its
+    question asks about appearance, so the verifier encodes them when an ask cites the chunk, with the
+    same vectors (`appearance`: stored too). A description's whole text is always stored (a document's is
+    its chunk text, encoded anyway)."""
+    out: dict[str, None] = {}
+    for level, description in chunks:
+        pieces = summary_pieces(description)
+        if image and level != "passage" and not appearance:
+            looks = {part.strip(" ;.") for part in appearance_parts(description, caption)}
+            whole = description.strip()
+            pieces = [p for p in pieces if p == whole or p.strip(" ;.") not in looks]
+        out.update(dict.fromkeys(pieces))
+    return list(out)
+
+
+def piece_levels(*, regions: bool = False, patches: bool = False) -> frozenset[str]:
+    """The chunk levels whose descriptions' pieces ingest stores: documents' and passages', regions' with
+    `regions`, patches' with `patches` (`GroundingConfig.patch_pieces_at_ingest`).
+    A region or patch description is its document's text plus the chunk's own (its location, text read
+    inside it): left out, the verifier encodes a cited chunk's own pieces when an ask cites it."""
+    return frozenset({"document", "passage", *(["region"] if regions else []), *(["patch"] if patches else [])})
+
+
+def stored_pieces(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
+                  patches: bool = False, regions: bool = False, appearance: bool = False) -> list[list[str]]:
+    """Per item, the text pieces ingest stores with it (`pieces_to_store`) of the descriptions its chunks are
+    stored with (as they are stored, cut at `MAX_DESCRIPTION_CHARS`): its chunks' (or its one
+    text's), then its passages'. Region and patch chunks' only with `regions` / `patches` (`piece_levels`);
+    an image's appearance parts only with `appearance`."""
+    keep = piece_levels(regions=regions, patches=patches)
+    out: list[list[str]] = []
+    ti = 0
+    for item, plan in zip(items, plans):
+        if plan is None:
+            chunks = [("document", texts[ti])]
+            ti += 1
+        else:
+            chunks = [(c.level, c.description or texts[ti + n]) for n, c in enumerate(plan.chunks) if c.level in keep]
+            ti += len(plan.chunks)
+        passages = [("passage", p) for p in item.get("passages", ())]
+        ti += len(passages)
+        out.append(pieces_to_store(item.get("caption"), plan is not None,
+                                   [(level, d[:MAX_DESCRIPTION_CHARS]) for level, d in (*chunks, *passages)],
+                                   appearance=appearance))
+    return out
+
+
+def encode_pieces(encoder: Any, pieces: Sequence[Sequence[str]], texts: Sequence[str],
+                  text: np.ndarray, stored: Any = None) -> list[tuple[list[str], np.ndarray]]:
+    """Per item, its distinct text `pieces` (`stored_pieces`, what the grounding verifier compares a claim
+    with) and their raw vectors: a piece that is one of the `texts` already encoded (rows of `text`) reuses
+    its row, one that another document already stores reuses that (`stored(texts)` -> {text: vector}, e.g.
+    `Store.stored_piece_texts`); the rest are encoded once each with `encoder` (once per batch, however
+    many items share it)."""
+    known = {t[:MAX_ENCODED_CHARS]: text[n] for n, t in enumerate(texts)}
+    per_item = [list(dict.fromkeys(item)) for item in pieces]
+    if stored is not None:
+        wanted = [p for item in per_item for p in item if p not in known]
+        if wanted:
+            known.update(stored(wanted))
+    # by length: each encoder batch then pads to about its own length (a quarter less work than in order)
+    missing = sorted(dict.fromkeys(p for item in per_item for p in item if p not in known), key=len)
+    if missing:
+        known.update(zip(missing, encode_texts(encoder, missing)))
+    dim = int(text.shape[1]) if text.ndim == 2 else int(encoder.dim)
+    return [(item, np.array([known[p] for p in item], dtype=np.float32).reshape(len(item), dim))
+            for item in per_item]
+
+
+def fill_missing_pieces(storage: Storage, encoder: Any, *, patches: bool, batch: int) -> int:
+    """Encode and store the text pieces of every document of `storage` that has none, `batch` documents per
+    write (each durable at once: no index reads the pieces, so readers rebuild nothing). Returns how many
+    documents got pieces."""
+    rows = storage.rows
+    todo = rows.documents_without_pieces()
+    dim = int(encoder.dim)
+    reuse = rows.stored_piece_texts if isinstance(rows, ReusesStoredPieces) else None
+    filled = 0
+    for start in range(0, len(todo), batch):
+        part = todo[start : start + batch]
+        sources = rows.described_chunks(part, levels=piece_levels(patches=patches))
+        per_doc = [pieces_to_store(*sources[d]) if d in sources else [] for d in part]
+        pieces = encode_pieces(encoder, per_doc, [], np.zeros((0, dim), np.float32),
+                               stored=(lambda wanted: reuse(wanted, dim)) if reuse else None)
+        found = {doc_id: (texts, vectors) for doc_id, (texts, vectors) in zip(part, pieces) if texts}
+        if found:
+            storage.write_pieces(found)
+            filled += len(found)
+    return filled
+
+
+__all__ = ["encode_pieces", "fill_missing_pieces", "piece_levels", "pieces_to_store", "stored_pieces"]
