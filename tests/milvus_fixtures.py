@@ -4,10 +4,6 @@ A test that runs on both backends takes `kb_factory` (tests/conftest.py) instead
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,28 +14,6 @@ def release_lite(uri: str | Path) -> None:
     from milvus_lite import server_manager_instance
 
     server_manager_instance.release_server(str(uri))
-
-
-def lite_server_process(data_dir: str | Path, *, wait: float = 60.0) -> tuple[subprocess.Popen, str]:
-    """Milvus Lite as its own process (``python -m milvus_lite server``) on a free 127.0.0.1 port, serving
-    `data_dir`; returns (the process, its http uri) once it accepts connections. RuntimeError where it
-    does not start within `wait` seconds (the process is killed)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "milvus_lite", "server", "--data-dir", str(data_dir),
-                             "--host", "127.0.0.1", "--port", str(port), "--max-workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"the milvus_lite server did not start on port {port}") from None
-            time.sleep(0.2)
 
 
 def unit_rows(n: int, dim: int, seed: int = 0, clusters: int = 8) -> np.ndarray:

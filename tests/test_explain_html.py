@@ -3,7 +3,7 @@
 The answer box is styled apart from the question box; [Evidence N] markers link to their
 evidence; no Python reprs or "None" reach the page; key/value tables keep each label beside
 its value (auto width, not a full-width table); the hop chain names documents, not chunk ids.
-benchmarks/render_card.py renders the same cards and screenshots them with headless Chromium.
+benchmarks/studies/render_card.py renders the same cards and screenshots them with headless Chromium.
 """
 
 from __future__ import annotations

@@ -15,14 +15,14 @@ import pytest
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
 
-from milvus_fixtures import lite_server_process  # noqa: E402
+from kira.knowledge_base.milvus.lite_server import serve_lite  # noqa: E402
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "camera", "horse", "coins", "page")
 
 
 def _start(data_dir) -> tuple[subprocess.Popen, str]:
     try:
-        return lite_server_process(data_dir)
+        return serve_lite(data_dir)
     except RuntimeError as exc:
         pytest.fail(str(exc))
 

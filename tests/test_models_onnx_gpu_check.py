@@ -1,17 +1,18 @@
-"""benchmarks/gpu_check.py in its --tiny --cpu mode: the script runs and prints its table."""
+"""benchmarks/peers/gpu_check.py in its --tiny --cpu mode: the script runs and prints its table."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.models
 pytest.importorskip("torch", reason="torch is not installed: pip install 'kira[export]' (the CPU build: --index-url https://download.pytorch.org/whl/cpu)")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
+# found as a module (the repository root is on sys.path under pytest), so the test reads the same wherever it sits
+SCRIPT = importlib.util.find_spec("benchmarks.peers.gpu_check").origin
 
 
 def test_gpu_check_tiny_cpu_prints_a_markdown_table():

@@ -113,7 +113,7 @@ __attribute__((target("avx512vnni"))) std::int32_t dot_i8_vnni(const std::int8_t
 // apart: at d = 256 each pass is one 4 KiB page, and the L2 stream prefetcher, which stops
 // at page boundaries, never got ahead of four short interleaved streams. On an AMD EPYC
 // (Zen 4) a 100k x 256 scan that no longer fits L3 read 10 GB/s that way and 27 GB/s
-// row by row (faiss's speed); see the size sweep of benchmarks/compare_indexes.py.
+// row by row (faiss's speed); see the size sweep of benchmarks/peers/compare_indexes.py.
 void scan_f32(const float* q, const float* rows, std::size_t n, std::size_t d, float* out) {
   for (std::size_t r = 0; r < n; ++r) out[r] = dot_f32_inline(q, rows + r * d, d);
 }

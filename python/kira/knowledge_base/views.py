@@ -198,7 +198,7 @@ def warm(kb: Any) -> dict[str, float]:
     """Build the derived views a query of `kb` reads, so the first query after a commit does not pay for them:
     the `DERIVED_VIEWS` (those its storage answers itself, from the storage) and, with a model stack that has no
     text tower in image space, the text->image bridge (at 100k chunks they cost the first query some 70-85 ms;
-    benchmarks/latency_ask.py --first). A writer calls this after `commit()`, a reader now and then (each `ask`
+    benchmarks/suites/latency_ask.py --first). A writer calls this after `commit()`, a reader now and then (each `ask`
     refreshes too, and would then build them itself); with nothing new it returns at once. `kira.Kira.warm` also
     builds the pipeline's own views. Returns {view: seconds spent on it} (about 0 for a view already built)."""
     steps: dict[str, Callable[[], Any]] = {}

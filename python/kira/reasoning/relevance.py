@@ -69,7 +69,7 @@ APPEARANCE_PROBES: tuple[str, ...] = (
 )
 """The other questions a question about appearance alone ("a dark image") is compared with."""
 
-ABSTAIN_Z = 3.0  # z at which r = 0.5: benchmarks/calibrate_relevance.py, docs/reasoning.md
+ABSTAIN_Z = 3.0  # z at which r = 0.5: benchmarks/studies/calibrate_relevance.py, docs/reasoning.md
 Z_SCALE = 1.0  # z units per logit of r
 MIN_SPREAD = 0.03  # cosine units: the least spread of the probes' cosines used as the scale
 LEXICAL_RELEVANCE = 0.9  # r when the evidence holds every content word of the question

@@ -5,7 +5,7 @@ Quality: cosine of each variant's embeddings to the fp32 graph's, on real senten
 MiniLM wheel's own README, split into sentences). Speed: sentences/s encoding them in batches
 of 64, variants interleaved in one process. Usage:
 
-    python benchmarks/compare_minilm_onnx.py --threads 1 --rounds 3
+    python -m benchmarks.studies.compare_minilm_onnx --threads 1 --rounds 3
 """
 
 from __future__ import annotations

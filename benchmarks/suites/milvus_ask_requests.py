@@ -7,7 +7,7 @@ they return during a second ask, per variant, with and without a query image. Th
 Milvus Lite's timings, are what carries over to a Milvus server: each call is one round trip
 whose cost on a server depends on the rows it returns, not on the collection's size.
 
-Usage: python benchmarks/milvus_ask_requests.py [--variants dual_path,full]
+Usage: python -m benchmarks.suites.milvus_ask_requests [--variants dual_path,full]
 """
 
 from __future__ import annotations

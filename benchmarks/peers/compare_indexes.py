@@ -18,9 +18,9 @@ ratios (kira / peer; for latency < 1 is better, for QPS > 1 is better):
   read 2-2.7x slower than faiss from 40k rows on an AMD EPYC).
 
 A missing peer is skipped with a note. Usage:
-    python benchmarks/compare_indexes.py            # 100k x 256 and 100k x 768
-    python benchmarks/compare_indexes.py --quick    # 20k x 128, a minute
-    python benchmarks/compare_indexes.py --skip bandwidth exact hnsw overhead memory   # sizes only
+    python -m benchmarks.peers.compare_indexes            # 100k x 256 and 100k x 768
+    python -m benchmarks.peers.compare_indexes --quick    # 20k x 128, a minute
+    python -m benchmarks.peers.compare_indexes --skip bandwidth exact hnsw overhead memory   # sizes only
 """
 
 from __future__ import annotations

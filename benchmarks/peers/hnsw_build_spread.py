@@ -8,8 +8,8 @@ uses) and prints recall@10 per seed and ef, the mean and spread over the seeds, 
 kira's mean minus hnswlib's, so a one-build difference can be told from a real one.
 hnswlib is skipped with a note when missing.
 
-    python benchmarks/hnsw_build_spread.py                       # 100k x 256, seeds 0-6, ef 16 and 32
-    python benchmarks/hnsw_build_spread.py --n 20000 --d 128 --seeds 0 1 2
+    python -m benchmarks.peers.hnsw_build_spread                       # 100k x 256, seeds 0-6, ef 16 and 32
+    python -m benchmarks.peers.hnsw_build_spread --n 20000 --d 128 --seeds 0 1 2
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ without captions, asks a question that matches ("a cup of coffee") and one that 
 ("a brick wall"), writes each card as HTML and, when Debian's `chromium` is installed
 (`apt-get install -y chromium`), screenshots it headless:
 
-    python benchmarks/render_card.py --out /tmp/cards
+    python -m benchmarks.studies.render_card --out /tmp/cards
     # -> /tmp/cards/coffee.html, coffee.png, brick.html, brick.png
 
 Open the PNGs and check: the no-match or low-confidence banner above the question; the

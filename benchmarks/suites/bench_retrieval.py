@@ -1,7 +1,7 @@
 """pytest-benchmark suites for kira's retrieval core: rrf_fuse, residual_hops, extract_regions,
 expand_compound. CI runs them with --benchmark-disable as a correctness pass, so the data is
-small; run `python -m pytest benchmarks/bench_retrieval.py --benchmark-enable` for timings and
-`python benchmarks/compare_retrieval.py` for the side-by-side comparison with numpy/scipy."""
+small; run `python -m pytest benchmarks/suites/bench_retrieval.py --benchmark-enable` for timings and
+`python -m benchmarks.peers.compare_retrieval` for the side-by-side comparison with numpy/scipy."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What one text ask costs on a knowledge base of real photos, stage by stage, cold and warm.
 
 Asks 20 text questions twice over an existing knowledge base (e.g. the one
-`benchmarks/load_serve.py --build 400 --kb DIR` leaves behind): the first round meets
+`benchmarks/suites/load_serve.py --build 400 --kb DIR` leaves behind): the first round meets
 every piece of evidence for the first time (whatever the critic and the verifier must
 encode that the knowledge base does not store, they encode then), the second finds the
 same questions again. Prints p50 milliseconds per stage and of the whole ask.
@@ -18,9 +18,9 @@ Wall time on a shared machine moves with its load; the CPU time of the process p
 knowledge bases, one as kira does and one with the text-pieces step left out, and prints
 what encoding the pieces at ingest costs.
 
-Usage: python benchmarks/ask_cost.py KB_DIR [--variant full] [--threads N] [--no-thumbnails] [--check]
+Usage: python -m benchmarks.suites.ask_cost KB_DIR [--variant full] [--threads N] [--no-thumbnails] [--check]
        [--out FILE.json]
-       python benchmarks/ask_cost.py --ingest-cost 40 [--threads N]
+       python -m benchmarks.suites.ask_cost --ingest-cost 40 [--threads N]
 """
 
 from __future__ import annotations
@@ -55,14 +55,12 @@ def _differences(kira, result) -> tuple[float, float]:
 
 def ingest_cost(n: int, models) -> None:
     """Add `n` photographs to a new knowledge base with and without the text pieces; print the time."""
-    import sys
     import tempfile
     from pathlib import Path
 
     import kira.knowledge_base.writing as writing
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    import load_serve
+    from benchmarks.suites import load_serve
 
     real = writing.encode_pieces
 

@@ -1,9 +1,9 @@
 """Load generator for `kira serve`: the same queries in-process and over loopback HTTP, in one run.
 
-    python benchmarks/load_serve.py --build 400 --kb /tmp/kira-load-kb      # build (once), then measure
-    python benchmarks/load_serve.py --kb /tmp/kira-load-kb [--clients 1 4 16] [--workers 1 2]
-                                    [--routes search ask ask_image] [--seconds 6] [--requests 300]
-                                    [--out load.json]
+    python -m benchmarks.suites.load_serve --build 400 --kb /tmp/kira-load-kb      # build (once), then measure
+    python -m benchmarks.suites.load_serve --kb /tmp/kira-load-kb [--clients 1 4 16] [--workers 1 2]
+                                           [--routes search ask ask_image] [--seconds 6] [--requests 300]
+                                           [--out load.json]
 
 For each route it measures p50 / p99 latency and throughput (requests/s):
 - in-process, with P = 1 and 2 processes each calling the library in a loop (`Kira.ask`;

@@ -1,8 +1,8 @@
 """Per-stage latency of `Kira.ask` on a knowledge base of >= 100k chunks (synthetic vectors).
 
-    python benchmarks/latency_ask.py [--docs 10000] [--chunks-per-doc 10] [--index hnsw] [--queries 200]
-                                     [--ef 64 128]
-    python benchmarks/latency_ask.py --docs 10000 --first 10   # first ask after a commit, cold vs warmed
+    python -m benchmarks.suites.latency_ask [--docs 10000] [--chunks-per-doc 10] [--index hnsw] [--queries 200]
+                                            [--ef 64 128]
+    python -m benchmarks.suites.latency_ask --docs 10000 --first 10   # first ask after a commit, cold vs warmed
 
 With an HNSW index it also prints the recall@50 of the timed text search against an exact
 search under the same cap (after the timed asks, so it does not affect them). `--ef` runs

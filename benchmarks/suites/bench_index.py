@@ -1,6 +1,6 @@
 """pytest-benchmark suites for kira's indexes. CI runs them with --benchmark-disable as a
-correctness pass, so the data is small; run `python -m pytest benchmarks/bench_index.py
---benchmark-enable` for timings, and benchmarks/compare_indexes.py for the peer comparison."""
+correctness pass, so the data is small; run `python -m pytest benchmarks/suites/bench_index.py
+--benchmark-enable` for timings, and benchmarks/peers/compare_indexes.py for the peer comparison."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_save_load(benchmark, data, tmp_path):
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_capped_batch(benchmark, data, hnsw, kind):
-    """Top 50 with at most 2 per group of 10 consecutive ids (benchmarks/compare_capped.py compares peers)."""
+    """Top 50 with at most 2 per group of 10 consecutive ids (benchmarks/peers/compare_capped.py compares peers)."""
     x, q, _ = data
     ids = np.arange(N, dtype=np.int64)
     groups = _core.GroupMap(ids, ids // 10)
@@ -109,7 +109,7 @@ def test_capped_batch(benchmark, data, hnsw, kind):
 
 
 def test_hnsw_build_spread_reports_one_recall_per_seed_and_ef():
-    from hnsw_build_spread import run
+    from benchmarks.peers.hnsw_build_spread import run
 
     results = run(n=3000, d=32, seeds=[0, 1], efs=[10, 200], queries=50)
     for name, by_ef in results.items():
@@ -120,7 +120,7 @@ def test_hnsw_build_spread_reports_one_recall_per_seed_and_ef():
 
 
 def test_incremental_add_times_one_row_adds_of_every_contender():
-    from incremental_add import run
+    from benchmarks.peers.incremental_add import run
 
     results = run(n=2000, dim=32, adds=20)
     assert {"kira FlatIndex", "kira HNSWIndex"} <= set(results)

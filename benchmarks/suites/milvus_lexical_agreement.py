@@ -1,6 +1,6 @@
 """How far Milvus's BM25 agrees with kira's in-process BM25, and what it does to answers, on real photos.
 
-The corpus, questions and answer metrics are benchmarks/answers_real_photos.py's (every real photo
+The corpus, questions and answer metrics are benchmarks/suites/answers_real_photos.py's (every real photo
 installed offline, anonymised file names, no captions: the words come from kira's generated
 descriptions). The same photos are ingested, here, into an embedded knowledge base (kira's `LexicalIndex`
 over document texts) and into a Milvus Lite one (Milvus's BM25 function over the ``lexical`` field,
@@ -10,22 +10,20 @@ reference it also ranks with BM25 over the raw ``description`` field with Milvus
 (what a collection without kira's terms offers). Then it runs answers_real_photos' metrics on both
 knowledge bases.
 
-Usage: python benchmarks/milvus_lexical_agreement.py [--encoder mobilenet_v2] [--variants dual_path,full]
+Usage: python -m benchmarks.suites.milvus_lexical_agreement [--encoder mobilenet_v2] [--variants dual_path,full]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import answers_real_photos as photos_bench  # noqa: E402
+from benchmarks.suites import answers_real_photos as photos_bench
 
 K = 10
 

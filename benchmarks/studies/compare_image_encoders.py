@@ -21,7 +21,7 @@ Figures 1, 2 and 5 are given for the three image encoders side by side: the pixe
 descriptor (the old default), MobileNetV2 and the two fused (kira.models.fused); the
 column of the current `load_default()` is marked.
 
-    python benchmarks/compare_image_encoders.py            # about 2-3 minutes on 2 cores
+    python -m benchmarks.studies.compare_image_encoders            # about 2-3 minutes on 2 cores
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ With ``--server`` Milvus Lite runs as its own process (``python -m milvus_lite s
 knowledge base opened by http uri, as from a Milvus server): the memory and CPU reported are then kira's
 process alone.
 
-Usage: python benchmarks/milvus_open_scale.py [--chunks 10000 100000] [--workdir DIR] [--server]
+Usage: python -m benchmarks.suites.milvus_open_scale [--chunks 10000 100000] [--workdir DIR] [--server]
 """
 
 from __future__ import annotations
@@ -180,10 +180,9 @@ def main() -> None:
 
 def lite_server(data_dir: Path) -> tuple[subprocess.Popen, str]:
     """Milvus Lite as its own process on a free 127.0.0.1 port; (process, http uri)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from milvus_fixtures import lite_server_process
+    from kira.knowledge_base.milvus.lite_server import serve_lite
 
-    return lite_server_process(data_dir, wait=120.0)
+    return serve_lite(data_dir, wait=120.0)
 
 
 def one_size(path: Path, n: int, uri: str | None) -> dict:

@@ -1,7 +1,7 @@
 """GPU check: kira's ONNX towers on onnxruntime's CUDA provider against torch eager.
 
-    python benchmarks/gpu_check.py                 # full size, on a GPU machine (< 8 minutes)
-    python benchmarks/gpu_check.py --tiny --cpu    # tiny towers on CPU: tests the script (< 1 minute)
+    python -m benchmarks.peers.gpu_check                 # full size, on a GPU machine (< 8 minutes)
+    python -m benchmarks.peers.gpu_check --tiny --cpu    # tiny towers on CPU: tests the script (< 1 minute)
 
 It prints the execution providers this machine's onnxruntime offers, then builds
 random-weight towers at full size (CLIP ViT-L/14 vision tower with its 768-d projection;
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
         print(row.markdown())
-    print(f"\n(random weights; total {took:.0f} s; command: python benchmarks/gpu_check.py {' '.join(sys.argv[1:] if argv is None else argv)})")
+    print(f"\n(random weights; total {took:.0f} s; command: python -m benchmarks.peers.gpu_check {' '.join(sys.argv[1:] if argv is None else argv)})")
     return 0
 
 

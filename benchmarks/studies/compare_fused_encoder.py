@@ -15,19 +15,15 @@ chosen on:
 
 Features are cached under KIRA_CACHE_DIR/bench (shared with compare_fashion_mnist.py).
 
-    python benchmarks/compare_fused_encoder.py            # ~3 min on 2 cores when nothing is cached
+    python -m benchmarks.studies.compare_fused_encoder            # ~3 min on 2 cores when nothing is cached
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 
@@ -56,8 +52,8 @@ def encode(stack_name: str, images: list[np.ndarray]) -> np.ndarray:
 
 
 def main() -> None:
-    import compare_fashion_mnist as fm
-    import compare_image_encoders as ci
+    from benchmarks.studies import compare_fashion_mnist as fm
+    from benchmarks.studies import compare_image_encoders as ci
 
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     xtr, ytr = fm.load("train")

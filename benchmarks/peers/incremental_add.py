@@ -7,8 +7,8 @@ of the batch build, and kira / peer ratios (< 1: kira is faster). Peers: faiss
 IndexFlatIP and IndexHNSWFlat, hnswlib (initialised with room for the adds, as its API
 requires) and usearch, at M = 16, ef_construction = 200. A missing peer is skipped.
 
-    python benchmarks/incremental_add.py                 # 100k x 256, 200 adds
-    python benchmarks/incremental_add.py --n 20000 --dim 128 --adds 100
+    python -m benchmarks.peers.incremental_add                 # 100k x 256, 200 adds
+    python -m benchmarks.peers.incremental_add --n 20000 --dim 128 --adds 100
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from compare_indexes import optional
+from benchmarks.peers.compare_indexes import optional
 
 from kira import _core
 from kira.eval.synthetic import clustered_vectors

@@ -1,9 +1,9 @@
 """Speed of the default model stack.
 
 pytest-benchmark suites (CI runs them with --benchmark-disable as a correctness pass):
-    python -m pytest benchmarks/bench_models.py --benchmark-enable
-The throughput table in benchmarks/RESULTS.md ("### Default stack") comes from:
-    python benchmarks/bench_models.py            # prints a markdown table
+    python -m pytest benchmarks/suites/bench_models.py --benchmark-enable
+Its throughput table (last recorded in `git show 998c7c8^:benchmarks/RESULTS.md`, "Default stack") comes from:
+    python -m benchmarks.suites.bench_models            # prints a markdown table
 It reports the median of several runs and the machine's load average at the time,
 because other processes may share the CPU.
 """

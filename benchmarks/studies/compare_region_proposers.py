@@ -29,7 +29,7 @@ is the centred box of half the width and height). Figures per image, then averag
   area share);
 - n: regions per image.
 
-    python benchmarks/compare_region_proposers.py            # about 1 minute on 2 cores
+    python -m benchmarks.studies.compare_region_proposers            # about 1 minute on 2 cores
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pytest-benchmark suite for Kira.ask (CI runs it with --benchmark-disable as a correctness pass).
 
-The full-size latency run (>= 100k chunks, p50/p99 per stage) is benchmarks/latency_ask.py.
+The full-size latency run (>= 100k chunks, p50/p99 per stage) is benchmarks/suites/latency_ask.py.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from latency_ask import WORDS, build_synthetic_kb
+from benchmarks.suites.latency_ask import WORDS, build_synthetic_kb
 
 from kira.pipeline import VARIANTS, Kira
 
@@ -31,7 +31,7 @@ def test_ask_latency(benchmark, kira, variant):
 
 
 def test_latency_run_reports_every_stage_and_the_text_search_recall():
-    from latency_ask import run
+    from benchmarks.suites.latency_ask import run
 
     logging.getLogger("kira.reasoning.critic").setLevel(logging.ERROR)
     out = run(docs=300, per_doc=4, index="hnsw", queries=6)
@@ -43,7 +43,7 @@ def test_latency_run_reports_every_stage_and_the_text_search_recall():
 
 
 def test_latency_run_compares_search_ef_settings_on_one_knowledge_base():
-    from latency_ask import run
+    from benchmarks.suites.latency_ask import run
 
     from kira.config import KiraConfig
 
@@ -58,7 +58,7 @@ def test_latency_run_compares_search_ef_settings_on_one_knowledge_base():
 
 
 def test_first_ask_after_a_commit_is_measured_cold_and_warmed():
-    from latency_ask import first_ask_after_commit
+    from benchmarks.suites.latency_ask import first_ask_after_commit
 
     out = first_ask_after_commit(docs=300, per_doc=4, index="flat", rounds=2)
     assert out["chunks"] == 1204 and out["rounds"] == 2  # one document chunk per late document
