@@ -80,8 +80,10 @@ def test_threshold_from_config_and_override(minilm) -> None:
 def test_probability_from_scores_is_the_documented_logistic() -> None:
     critic = SimilarityCritic(encoder := object())  # type: ignore[arg-type]
     assert critic.encoder is encoder
-    assert critic.probability_from_scores(0.45, 0.0) == pytest.approx(0.5)
-    assert critic.probability_from_scores(0.6, 0.5) == pytest.approx(1 / (1 + math.exp(-(15 * 0.15 + 1.0))))
+    config = GroundingConfig()
+    mid, slope = config.critic_midpoint, config.critic_slope
+    assert critic.probability_from_scores(mid, 0.0) == pytest.approx(0.5)
+    assert critic.probability_from_scores(0.6, 0.5) == pytest.approx(1 / (1 + math.exp(-(slope * (0.6 - mid) + 1.0))))
 
 
 class _YesNoLM:

@@ -34,7 +34,7 @@ def test_two_named_views_that_state_the_claim_are_worded_as_agreeing():
         _film("P007-pa-t1", 0.90, f"PA chest radiograph, patient P007, study 2, follow-up. {HEART}.", views=None),
         _film("P007-pa-t0", 0.85, f"PA chest radiograph, patient P007, study 1. {HEART}."),
     ])
-    assert answer.claims[0].text.startswith("Both PA and lateral views show enlarged cardiac silhouette")
+    assert answer.claims[0].text.startswith("PA and lateral views each show enlarged cardiac silhouette")
     assert {1, 3} <= set(answer.claims[0].citations)  # both views are cited
     assert any("views of one multiview set (P007-views), each state" in t for t in answer.reasoning)
 
@@ -59,7 +59,7 @@ def test_a_yes_no_question_gets_yes_and_its_own_words_for_the_views():
         _film("S020-f1", 0.90, "H&E section, slide S020, field 1, colon, 40x. Large pleomorphic nuclei in sheets."),
     ])
     # field 2 disagrees, but the question asks about fields 1 and 3 only
-    assert answer.claims[0].text.startswith("Yes; both fields 1 and 3 show large pleomorphic nuclei in sheets")
+    assert answer.claims[0].text.startswith("Yes, they agree: fields 1 and 3 each show large pleomorphic nuclei in sheets")
     assert set(answer.claims[0].citations) == {1, 3}
 
 
@@ -68,14 +68,14 @@ def test_views_that_state_different_findings_do_not_agree():
         _film("P007-pa-t0", 0.95, f"PA chest radiograph, patient P007, study 1. {HEART}."),
         _film("P007-lat-t0", 0.90, "lateral chest radiograph, patient P007, study 1. Blunted costophrenic angle."),
     ])
-    assert "views show" not in answer.text
+    assert "each show" not in answer.text
     assert any("do(es) not state" in t for t in answer.reasoning)
 
 
 def test_unnamed_views_count_when_they_all_state_the_claim():
     question = "What do the views of patient P007 show together?"
     items = [_film(f"P007-v{i}", 0.9 - i / 10, f"Radiograph {i}, patient P007. {HEART}.") for i in range(3)]
-    assert _answer(question, items).claims[0].text.startswith("All 3 views show enlarged cardiac silhouette")
+    assert _answer(question, items).claims[0].text.startswith("The 3 views each show enlarged cardiac silhouette")
 
 
 def test_no_multiview_evidence_and_other_questions_are_left_as_they_were():
@@ -102,9 +102,9 @@ def test_asks_agreement(question, expected):
 
 def test_lead_wording():
     items = tuple(_film(f"d{i}", 1.0, "x") for i in range(3))
-    assert ViewAgreement("s", items[:2], phrase="PA and lateral views").lead() == "Both PA and lateral views show"
-    assert ViewAgreement("s", items, yes_no=True).lead() == "Yes; all 3 views show"
-    assert ViewAgreement("s", items[:2]).word("RC low-pass filter") == "Both views show RC low-pass filter"
+    assert ViewAgreement("s", items[:2], phrase="PA and lateral views").lead() == "PA and lateral views each show"
+    assert ViewAgreement("s", items, yes_no=True).lead() == "Yes, they agree: the 3 views each show"
+    assert ViewAgreement("s", items[:2]).word("RC low-pass filter") == "The 2 views each show RC low-pass filter"
     assert ViewAgreement("s", items[:2], missing=items[1:2]).agrees is False
 
 

@@ -14,6 +14,10 @@ a mirror or a brightened copy of a stored photo). Reported per image encoder and
   evidence (the subject's items, then similar cases), over the present questions and image queries;
 - abstain(absent): share of absent-concept questions answered with ``Answer.abstained`` (goal >= 0.8);
 - abstain(present): share of present questions answered with it (false abstention; goal <= 0.1);
+- answered right / wrong: share of present text questions answered (not abstained) with the
+  question's photo first in the evidence / with another photo first (an answer about the wrong photo
+  is not what false abstention's goal asks for; a label set that does not name the photo leaves
+  abstaining as the honest answer);
 - names_top: share of answered present questions whose text names what the top evidence shows
   (one of its classifier labels, or, when it has none, its file name) (goal >= 0.9);
 - bare_field: answers holding a bare field name ("Labels [Evidence 1].") or an appearance
@@ -195,7 +199,7 @@ def run(kb: Any, images: dict[str, np.ndarray], ids: dict[str, str], variants: l
     out: dict[str, dict] = {}
     for variant in variants:
         m = dict(rank1=0, top3=0, ranked=0, abstain_absent=0, abstain_present=0, names=0, answered=0, bare=0,
-                 asks=0, tp=0, fp=0, fn=0)
+                 asks=0, tp=0, fp=0, fn=0, right_answered=0)
         t0 = time.perf_counter()
         queries = [(q, {ids[n] for n in right}, None) for q, right in PRESENT]
         queries += [(q, set(), None) for q in ABSENT]
@@ -215,6 +219,7 @@ def run(kb: Any, images: dict[str, np.ndarray], ids: dict[str, str], variants: l
                 m["abstain_present"] += bool(answer.abstained)
                 if not answer.abstained:
                     m["answered"] += 1
+                    m["right_answered"] += bool(docs) and docs[0] in right
                     m["names"] += _names_top(result)
                 if result.card.critic is not None:
                     kept = set(docs)
@@ -237,8 +242,8 @@ def main() -> None:
     present = len(PRESENT)
     print(f"{len(images)} real photos, {present} present questions, {len(ABSENT)} absent, "
           f"{len(IMAGE_QUERIES)} image queries")
-    print("| encoder | variant | rank1 | top3 | abstain(absent) | abstain(present) | names_top | bare_field "
-          "| critic P | critic R | ms/ask |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| encoder | variant | rank1 | top3 | abstain(absent) | abstain(present) | answered right / wrong | names_top "
+          "| bare_field | critic P | critic R | ms/ask |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     for encoder in [e for e in args.encoders.split(",") if e]:
         kb = build(encoder, images, ids)
         try:
@@ -247,6 +252,7 @@ def main() -> None:
                           if m["tp"] + m["fp"] + m["fn"] else "- | -")
                 print(f"| {encoder} | {variant} | {m['rank1'] / m['ranked']:.2f} | {m['top3'] / m['ranked']:.2f} | "
                       f"{m['abstain_absent'] / len(ABSENT):.2f} | {m['abstain_present'] / present:.2f} | "
+                      f"{m['right_answered'] / present:.2f} / {(m['answered'] - m['right_answered']) / present:.2f} | "
                       f"{m['names'] / max(m['answered'], 1):.2f} | {m['bare']} | {critic} | {m['ms']:.0f} |", flush=True)
         finally:
             kb.close()

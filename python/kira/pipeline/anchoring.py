@@ -98,10 +98,12 @@ def lead_with_named(fused: Fused, named: np.ndarray, path: str = "identifier") -
 
 
 def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.ndarray | None,
-                     lexical: Ranking | None = None) -> Ranking | None:
+                     lexical: Ranking | None = None, seeds: np.ndarray | None = None) -> Ranking | None:
     """Path A re-queried with the mean of the top fused documents' visual vectors; None when nothing to average.
 
-    The ranking's `vector` is the (unit) mean it searched with.
+    seeds: the chunk ids to average (documents already judged on topic, kira.reasoning.feedback_seeds),
+    unless the question names documents; None: chosen here. The ranking's `vector` is the (unit) mean
+    it searched with.
     """
     index = kb.index("visual")
     if config.feedback_documents < 1 or index is None or not len(fused.ids):
@@ -110,6 +112,8 @@ def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.n
     named = np.array([int(c) in fused.paths and "identifier" in fused.paths[int(c)] for c in head.tolist()], bool)
     if named.any():  # the documents the question names are the surest relevant ones
         head = head[named]
+    elif seeds is not None:
+        head = np.asarray(seeds, dtype=np.int64)
     elif lexical is not None and len(lexical.ids):
         # BM25 scores separate matches from near misses (fused RRF scores are flat): keep the strong matches
         head = lexical.ids[lexical.scores >= config.feedback_min_score * float(lexical.scores[0])]

@@ -22,18 +22,26 @@ from kira.reasoning.types import Answer, EvidencePack
 
 log = logging.getLogger(__name__)
 
-_JUDGES: weakref.WeakKeyDictionary[Any, RelevanceJudge] = weakref.WeakKeyDictionary()
+_JUDGES: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], RelevanceJudge]] = weakref.WeakKeyDictionary()
 
 
-def relevance_judge(encoder: Any, appearance_words: tuple[str, ...] = ()) -> RelevanceJudge:
-    """One `RelevanceJudge` per text encoder (its probe vectors are encoded once)."""
+def relevance_judge(encoder: Any, appearance_words: tuple[str, ...] = (),
+                    vocabulary: tuple[str, ...] = ()) -> RelevanceJudge:
+    """One `RelevanceJudge` per text encoder, appearance words and label vocabulary (its probe and vocabulary
+    vectors are encoded once)."""
+    key = (tuple(appearance_words), tuple(vocabulary))
     try:
-        judge_ = _JUDGES.get(encoder)
-        if judge_ is None or judge_.appearance_words != appearance_words:
-            judge_ = _JUDGES[encoder] = RelevanceJudge(encoder, appearance_words=appearance_words)
-        return judge_
+        judges = _JUDGES.setdefault(encoder, {})
     except TypeError:  # an encoder that cannot be weakly referenced
-        return RelevanceJudge(encoder, appearance_words=appearance_words)
+        return RelevanceJudge(encoder, appearance_words=appearance_words, vocabulary=vocabulary)
+    if key not in judges:
+        judges[key] = RelevanceJudge(encoder, appearance_words=appearance_words, vocabulary=vocabulary)
+    return judges[key]
+
+
+def label_vocabulary(models: Any) -> tuple[str, ...]:
+    """Every label name the stack's image classifier can give (its captioner's ``vocabulary``), () without one."""
+    return tuple(getattr(getattr(models, "captioner", None), "vocabulary", ()) or ())
 
 
 def judge(ctx: StageContext, state: QueryState, pack: EvidencePack) -> Relevance | None:
@@ -50,14 +58,16 @@ def judge(ctx: StageContext, state: QueryState, pack: EvidencePack) -> Relevance
         extra["question_vector"] = q.text_vector  # the question as the query encoding embedded it
     if pack.items and built_with_this_text_encoder(ctx.kb, ctx.models):
         extra["known"] = stored_piece_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
-    return relevance_judge(encoder, words).judge(state.question, pack, image_query=state.image_query, **extra)
+    judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models))
+    return judge_.judge(state.question, pack, image_query=state.image_query, **extra)
 
 
 def relevance_note(verdict: Relevance) -> dict[str, Any]:
     """The verdict as JSON-able data for ``Result.trace["relevance"]``."""
     return {"relevant": verdict.relevant, "score": verdict.score, "support": verdict.support,
             "confidence": verdict.confidence, "best": verdict.best, "standout": verdict.standout,
-            "basis": verdict.basis, "items": [list(p) for p in verdict.items]}
+            "basis": verdict.basis, "items": [list(p) for p in verdict.items], "grade": verdict.grade,
+            "near": [list(p) for p in verdict.near]}
 
 
 def relevance_step(verdict: Relevance) -> str:
@@ -69,6 +79,12 @@ def relevance_step(verdict: Relevance) -> str:
         why = {"identifier": "the question names its subject, whose items are the evidence",
                "image": "the query image is what is asked about"}.get(verdict.basis, "nothing to measure")
         return f"Relevance: not measured ({why}); confidence is not given."
+    if verdict.grade == "low":
+        number, label, v = verdict.near[0]
+        return (f"Relevance: nothing in the evidence matches the question well (relevance {verdict.score:.2f}), but "
+                f"[Evidence {number}] is known only by its classifier labels and '{label}' is among the labels nearest "
+                f"the question ({v:+.1f} robust standard deviations beyond the classifier's other labels), so the "
+                f"answer says what the classifier saw, with low confidence ({verdict.confidence:.2f}).")
     text = (f"Relevance: what [Evidence {verdict.best}] shows matches the question "
             f"{verdict.standout:+.1f} robust standard deviations beyond everyday phrases' matches with it "
             f"(relevance {verdict.score:.2f}; below 0.50 the answer abstains)")
@@ -78,19 +94,22 @@ def relevance_step(verdict: Relevance) -> str:
 
 
 def relevant_first(pack: EvidencePack, verdict: Relevance) -> tuple[EvidencePack, Relevance]:
-    """`pack` unchanged when its first item matches the question; else with the items that match (r >= 0.5)
-    before those that do not, each group in retrieval order, renumbered (the verdict's numbers follow). An
-    answer is written from what matches the question, not from a nearer item that does not."""
-    score = dict(verdict.items)
-    if not pack.items or score.get(pack.items[0].number, 1.0) >= 0.5:
+    """`pack` unchanged when its first item matches the question; else with the items that match (r >= 0.5, or
+    for a low grade the items whose label is near the question, nearest first) before those that do not, each
+    group in retrieval order, renumbered (the verdict's numbers follow). An answer is written from what
+    matches the question, not from a nearer item that does not."""
+    if not pack.items or (verdict.matches(pack.items[0].number) and not verdict.near):
         return pack, verdict
-    order = sorted(pack.items, key=lambda i: score.get(i.number, 1.0) < 0.5)  # stable: retrieval order kept
+    near = [n for n, _, _ in verdict.near]
+    order = sorted(pack.items, key=lambda i: (not verdict.matches(i.number),
+                                              near.index(i.number) if i.number in near else len(near)))
     if [i.number for i in order] == [i.number for i in pack.items]:
         return pack, verdict
     new = EvidencePack.from_items(pack.question, order, pack.dropped, similar=pack.similar, subject=pack.subject)
     number = {old.number: fresh.number for old, fresh in zip(order, new.items)}
     verdict = dataclasses.replace(verdict, best=number.get(verdict.best, verdict.best),
-                                  items=tuple((number.get(n, n), r) for n, r in verdict.items))
+                                  items=tuple((number.get(n, n), r) for n, r in verdict.items),
+                                  near=tuple((number.get(n, n), lb, v) for n, lb, v in verdict.near))
     return new, verdict
 
 
@@ -115,7 +134,7 @@ def on_topic(ctx: StageContext, state: QueryState, answer: Answer, pack: Evidenc
     note = dict(state.trace or {}).get("relevance")
     if not note or note.get("score") is None or answer.abstained:
         return answer
-    relevant = {int(n) for n, r in note.get("items", []) if r >= 0.5}
+    relevant = {int(n) for n, r in note.get("items", []) if r >= 0.5} | {int(n[0]) for n in note.get("near", [])}
     claims = []
     changed = 0
     for claim in answer.claims:

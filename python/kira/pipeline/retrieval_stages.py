@@ -10,12 +10,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
 from kira.pipeline.anchoring import anchor_to_image, clear_visual_match, feedback_ranking, lead_with_named
 from kira.pipeline.concepts import ConceptBank
 from kira.pipeline.fine import choose_region, fine_ranking
 from kira.pipeline.hops import expand_groups, residual_hop_rankings
-from kira.pipeline.query import (Fused, encode_query, expand_query, fuse, lexical_rankings, rerank, text_rankings,
-                                 visual_rankings)
+from kira.pipeline.query import (Fused, Ranking, encode_query, expand_query, fuse, lexical_rankings, rerank,
+                                 text_rankings, visual_rankings)
 from kira.pipeline.state import QueryState, StageContext
 
 
@@ -154,11 +156,40 @@ class Feedback:
         n = min(cfg.feedback_documents, int(FEEDBACK_SHARE * documents))
         if n < 1:
             return state
+        seeds = None if named else judged_seeds(state, ctx, lexical, n)
+        if seeds is not None and not len(seeds):
+            return state.evolve(trace={"feedback": "no retrieved document is on the question's topic: skipped"})
         ranking = feedback_ranking(ctx.kb, state.fused, dataclasses.replace(cfg, feedback_documents=n), state.allow,
-                                   lexical)
+                                   lexical, seeds=seeds)
         if ranking is None:
             return state
         return state.evolve(rankings=state.rankings + (ranking,))
+
+
+def judged_seeds(state: QueryState, ctx: StageContext, lexical: Ranking | None, n: int) -> np.ndarray | None:
+    """The document chunks feedback may average: of the fused list's first 4n documents and the strong BM25
+    matches, those the relevance judge finds on the question's topic (kira.reasoning.feedback_seeds); None
+    without a text encoder or when the question has nothing to judge by (feedback then seeds as before)."""
+    from kira.pipeline.answer_relevance import label_vocabulary, relevance_judge
+    from kira.pipeline.evidence import build_items
+    from kira.pipeline.grounding_stages import built_with_this_text_encoder, stored_piece_vectors
+    from kira.reasoning.feedback_seeds import on_topic_seeds
+
+    encoder = getattr(ctx.models, "text", None)
+    if encoder is None or not callable(getattr(encoder, "encode", None)):
+        return None
+    cfg = ctx.config.retrieval
+    head = [d for d in dict.fromkeys(ctx.kb.document_chunk_of(state.fused.ids[: 20 * n]).tolist()) if d >= 0]
+    strong = lexical.ids[lexical.scores >= cfg.feedback_min_score * float(lexical.scores[0])] \
+        if lexical is not None and len(lexical.ids) else np.zeros(0, np.int64)
+    docs = list(dict.fromkeys(head[: 4 * n] + [d for d in ctx.kb.document_chunk_of(strong).tolist() if d >= 0]))
+    items = build_items(ctx.kb, docs, [0.0] * len(docs), {}, {}, thumbnails=False)
+    words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
+    known = stored_piece_vectors(ctx.kb, items, getattr(encoder, "dim", 0)) \
+        if built_with_this_text_encoder(ctx.kb, ctx.models) else {}
+    seeds = on_topic_seeds(relevance_judge(encoder, words, label_vocabulary(ctx.models)), state.question, items, n,
+                           known=known)
+    return None if seeds is None else np.array([i.chunk_id for i in seeds], dtype=np.int64)
 
 
 class ResidualHops:

@@ -30,6 +30,41 @@ relevant by construction, and r is None (nothing to measure). So does a question
 image whose words match nothing the evidence shows ("what land cover does this tile show?"): the
 evidence is what the image matches; a query image never makes the answer abstain.
 
+Items known only by classifier labels. Without captions an image is known only by labels,
+and the probes' z rewards a label of the same kind as the question ("an elephant" against
+'Egyptian cat' stands 4.3 above everyday phrases: both are animals). Such an item is judged
+against everything the classifier could have said as well:
+
+    v_L = (cos(q, L) - median_V cos(q, l)) / max(spread_V, MIN_SPREAD)
+
+with V the classifier's label vocabulary (the `vocabulary` the judge is given, encoded once per
+process), spread_V its robust standard deviation and L the item's label that stands out most.
+The item does not match (r_i is held under 0.5: NOT_A_MATCH, unless the label holds every word of
+the question) when both
+
+    v_L < LABEL_MATCH_Z   and   v_best - v_L >= NAMED_GAP_Z      v_best: V's name nearest the question
+
+that is, when the classifier had a name for what was asked ('African elephant', 'fire engine')
+and gave another. A question about a kind the classifier has no one name for ("an animal", "a
+pet" against 'Egyptian cat': nearest names only 1.7-1.8 higher) is still judged by z alone.
+
+Graded decision. A label set rarely names what a question asks ("a man with a camera"
+against a photo labelled 'tripod'). When no item reaches r >= 0.5, an item known only by its
+labels is still NEAR the question when v_L >= NEAR_LABEL_Z. The answer is then given with low confidence (``grade`` "low": the item
+leads, the answer says what the classifier saw, confidence = r * support stays low); with no
+near item it abstains (``grade`` "abstain", ``relevant`` False). Without a vocabulary (a stack
+with no classifier, the pixel descriptor) neither rule applies. Both points were set on
+benchmarks/answers_real_photos.py's uncaptioned photos (docs/reasoning.md, never DomainVQA-R):
+labels that name what was asked stand 4.1-12.5 above ('espresso' for "a cup of coffee", 'Egyptian
+cat' for "a kitten", 'military uniform'); labels of the same kind where the classifier had the right
+name stand 2.0-3.1 with that name 3.7-7.3 higher ('Egyptian cat' for "an elephant", 'motor scooter'
+for "fire truck" or "a bicycle", 'moped' for "grass"); a near neighbour ('tripod' for "a man with a
+camera") 5.9, while the labels of other photos retrieval put first stay at or below 4.3 ('military
+uniform' for "a person in a space suit" 4.3, 'bubble' for "an ultrasound image" 4.0). A question
+broader than one name but with a name close by ("a drink", "a hot drink" against 'espresso', the
+vocabulary's 'beer bottle' and 'hotdog' 3.7-4.3 higher) is ruled out too: MiniLM does not know
+espresso is a drink better than that.
+
 ``support`` says how sure the best item's source is: 1 for what a person wrote (caption,
 passage, tags) or OCR read; for an item known only by its classifier labels, the label's
 probability. ``confidence = r * support``, times the share of claims the verifier did not flag when
@@ -48,7 +83,7 @@ import numpy as np
 from kira.reasoning.sentences import GENERIC_QUESTION_WORDS
 from kira.reasoning.shown import Shown, asks_about_appearance, shown
 from kira.text.tokens import content_tokens, stem
-from kira.reasoning.types import EvidencePack
+from kira.reasoning.types import EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +110,13 @@ MIN_SPREAD = 0.03  # cosine units: the least spread of the probes' cosines used 
 LEXICAL_RELEVANCE = 0.9  # r when the evidence holds every content word of the question
 MAX_ITEMS = 8  # items judged (best first)
 LOW_CONFIDENCE = 0.5  # below this, cards open with a low-confidence banner
+LABEL_MATCH_Z = 3.5  # v below which a label-only item does not match the question, whatever its z (docstring)
+NEAR_LABEL_Z = 5.0  # v at which a label-only item is near the question (graded decision; module docstring)
+NOT_A_MATCH = 0.49  # r of an item the vocabulary test rules out: just under the abstention point
+
+_VOCABULARY_VECTORS: dict[tuple[object, tuple[str, ...]], np.ndarray] = {}
+NAMED_GAP_Z = 3.0  # ... and only when the vocabulary's name nearest the question stands this much higher
+SEEN_TEXTS = 4096  # item texts whose vectors a judge keeps (cleared when full)
 
 
 @dataclass(frozen=True)
@@ -89,6 +131,7 @@ class Relevance:
     basis: "text", "identifier", "image", "appearance" or "none".
     items: (evidence number, r_i) of every item judged, so a claim can be checked against what it cites.
     lexical: whether the best item holds every content word of the question.
+    near: for a "low" grade, (evidence number, label, v_L) of each label-only item with a label near the question.
     """
 
     relevant: bool
@@ -99,6 +142,18 @@ class Relevance:
     basis: str = "text"
     items: tuple[tuple[int, float], ...] = ()
     lexical: bool = False
+    near: tuple[tuple[int, str, float], ...] = ()
+
+    @property
+    def grade(self) -> str:
+        """"answer", "low" (answered with low confidence: only a classifier label near the question) or "abstain"."""
+        if not self.relevant:
+            return "abstain"
+        return "low" if self.near and (self.score is None or self.score < 0.5) else "answer"
+
+    def matches(self, number: int) -> bool:
+        """Whether evidence item `number` answers the question (r >= 0.5, or a near item of a low grade)."""
+        return dict(self.items).get(number, 1.0) >= 0.5 or any(n == number for n, _, _ in self.near)
 
     @property
     def confidence(self) -> float | None:
@@ -126,20 +181,28 @@ class RelevanceJudge:
 
     Parameters: encoder (a `TextEncoder`: ``encode(list[str]) -> (n, d)``), abstain_z (the
     z at which r = 0.5), probes (the comparison phrases), appearance_words (extra words
-    that ask about appearance, e.g. a profile's). Thread safety: caches probe vectors under
-    the GIL; safe to share if the encoder is.
+    that ask about appearance, e.g. a profile's), vocabulary (every label name the image
+    classifier can give; empty: no low-confidence grade), near_label_z (v at which a label is
+    near the question). Thread safety: caches probe and vocabulary vectors under the GIL; safe
+    to share if the encoder is.
     """
 
     def __init__(self, encoder: Any, *, abstain_z: float = ABSTAIN_Z, probes: Sequence[str] = PROBES,
-                 appearance_words: Sequence[str] = ()) -> None:
+                 appearance_words: Sequence[str] = (), vocabulary: Sequence[str] = (),
+                 near_label_z: float = NEAR_LABEL_Z) -> None:
         if not probes:
             raise ValueError("RelevanceJudge needs at least one probe phrase")
         self.encoder = encoder
         self.abstain_z = float(abstain_z)
         self.probes = tuple(p.strip() for p in probes if p.strip())
         self.appearance_words = tuple(appearance_words)
+        self.label_names = tuple(str(v).strip() for v in vocabulary if str(v).strip())
+        self.vocabulary = self.label_names  # the reference V
+        self.near_label_z = float(near_label_z)
         self._probe_vectors: np.ndarray | None = None
         self._appearance_vectors: np.ndarray | None = None
+        self._vocabulary_vectors: np.ndarray | None = None
+        self._seen: dict[str, np.ndarray] = {}  # what items show recurs across questions: encoded once
 
     def _unit(self, texts: Sequence[str]) -> np.ndarray:
         v = np.asarray(self.encoder.encode(list(texts)), dtype=np.float32)
@@ -159,9 +222,14 @@ class RelevanceJudge:
         known = dict(known or {})
         if question_vector is not None:
             known[question] = np.asarray(question_vector, np.float32)
+        known.update({t: self._seen[t] for t in texts if t in self._seen and t not in known})
         todo = [t for t in dict.fromkeys([question, *texts]) if t not in known]
         if todo:
-            known.update(zip(todo, self._unit(todo)))
+            vectors = self._unit(todo)
+            known.update(zip(todo, vectors))
+            if len(self._seen) + len(todo) > SEEN_TEXTS:
+                self._seen.clear()
+            self._seen.update((t, v) for t, v in zip(todo, vectors) if t != question)
         vectors = np.stack([np.asarray(known[t], np.float32) for t in [question, *texts]])
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         q, t = vectors[0], vectors[1:]
@@ -171,6 +239,36 @@ class RelevanceJudge:
         q75, q25 = np.percentile(probe, [75, 25], axis=0)
         spread = np.maximum((q75 - q25) / 1.349, MIN_SPREAD)
         return (cos - centre) / spread
+
+    def _vocabulary_unit(self) -> np.ndarray:
+        """The unit vectors of every name in the vocabulary, encoded once per process and text encoder."""
+        if self._vocabulary_vectors is None:
+            key = (getattr(getattr(self.encoder, "config", None), "name", None) or id(self.encoder), self.vocabulary)
+            if key not in _VOCABULARY_VECTORS:
+                _VOCABULARY_VECTORS[key] = self._unit(self.vocabulary)
+            self._vocabulary_vectors = _VOCABULARY_VECTORS[key]
+        return self._vocabulary_vectors
+
+    def label_standouts(self, question: str, items: Sequence[EvidenceItem]) -> dict[int, tuple[str, float, float]]:
+        """{evidence number: (label, v_L, gap)} of each item known only by classifier labels: its label that
+        stands out most among the classifier's vocabulary for `question`, and how far the vocabulary's name
+        nearest the question stands above it (module docstring); {} without a vocabulary."""
+        candidates = [(item, view) for item, view in ((i, shown(i)) for i in items)
+                      if view.labels and not (view.human_text or view.tags or view.text_read or view.metadata)]
+        if not self.vocabulary or not candidates:
+            return {}
+        labels = list(dict.fromkeys(name for _, view in candidates for name, _ in view.labels))
+        vectors = self._unit([question, *labels])
+        cos = dict(zip(labels, (vectors[1:] @ vectors[0]).tolist()))
+        reference = self._vocabulary_unit() @ vectors[0]
+        q75, q25 = np.percentile(reference, [75, 25])
+        centre, spread = float(np.median(reference)), max(float(q75 - q25) / 1.349, MIN_SPREAD)
+        named = (float(reference.max()) - centre) / spread
+        out = {}
+        for item, view in candidates:
+            name, v = max(((n, (cos[n] - centre) / spread) for n, _ in view.labels), key=lambda nv: nv[1])
+            out[item.number] = (name, round(v, 2), round(max(named - v, 0.0), 2))
+        return out
 
     def judge(self, question: str, pack: EvidencePack, *, image_query: bool = False,
               question_vector: np.ndarray | None = None, known: Mapping[str, np.ndarray] | None = None) -> Relevance:
@@ -206,11 +304,15 @@ class RelevanceJudge:
         z = self.standouts(question, [texts[n] for n in judged], question_vector=question_vector, known=known,
                            appearance=appearance)
         q_stems = {stem(w) for w in words}
+        labelled = {} if appearance else self.label_standouts(question, items)
         scores, lexical = [], []
         for k, n in enumerate(judged):
             r = _sigmoid((float(z[k]) - self.abstain_z) / Z_SCALE)
             t_stems = {stem(t) for t in content_tokens(texts[n])}
             lexical.append(bool(q_stems) and q_stems <= t_stems)
+            _, v, gap = labelled.get(items[n].number, ("", math.inf, 0.0))
+            if v < LABEL_MATCH_Z and gap >= NAMED_GAP_Z:  # the classifier could have named it and did not
+                r = min(r, NOT_A_MATCH)
             scores.append(max(r, LEXICAL_RELEVANCE) if lexical[-1] else r)
         k = int(np.argmax(scores))
         n = judged[k]
@@ -223,9 +325,17 @@ class RelevanceJudge:
             # the image matches; its words measure nothing here, so the answer does not abstain and has no score
             return Relevance(relevant=True, score=None, support=source_support(views[0]) or 1.0,
                              best=items[0].number, basis="image")
-        return Relevance(relevant=score >= 0.5, score=score, support=source_support(views[n]) or 1.0,
+        near: tuple[tuple[int, str, float], ...] = ()
+        if score < 0.5 and not appearance:  # graded decision: a label near the question answers with low confidence
+            near = tuple(sorted(((m, lb, v) for m, (lb, v, _) in labelled.items() if v >= self.near_label_z),
+                                key=lambda t: -t[2]))
+            if near:
+                n = next(m for m, item in enumerate(items) if item.number == near[0][0])
+                score = round(float(dict(per_item).get(items[n].number, 0.0)), 3)
+                k = judged.index(n) if n in judged else k
+        return Relevance(relevant=score >= 0.5 or bool(near), score=score, support=source_support(views[n]) or 1.0,
                          best=items[n].number, standout=round(float(z[k]), 3), basis=basis, items=per_item,
-                         lexical=lexical[k])
+                         lexical=lexical[k], near=near)
 
 
-__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LOW_CONFIDENCE", "PROBES", "Relevance", "RelevanceJudge", "question_words", "source_support"]
+__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NAMED_GAP_Z", "NEAR_LABEL_Z", "PROBES", "Relevance", "RelevanceJudge", "question_words", "source_support"]

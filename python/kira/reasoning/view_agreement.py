@@ -5,8 +5,10 @@ faces of one part) is one subject seen several ways at the same time. A question
 asks what such views show together, or whether they agree ("what do the two views
 together show?", "do fields 1 and 3 agree?"), is answered by a claim only as far as the
 views themselves state it: when two or more documents of one set state the claim and no
-document of that set states other content instead, the claim is worded as theirs
-("Both views (PA and lateral) show ..."). The views are named by the question's own words
+document of that set states other content instead, the claim is worded as theirs, in plain
+English that reads right for any set of views ("PA and lateral views each show ...", "Yes,
+they agree: fields 1 and 3 each show ...", "The 3 views each show ..."). The trigger words
+(`AGREEMENT_WORDS`) are everyday English, no domain's vocabulary. The views are named by the question's own words
 that tell their bookkeeping apart ("front view of part 12, ..." / "side view of
 part 12, ..."); a view whose text states nothing but bookkeeping cannot be compared and
 is not counted as agreeing.
@@ -21,8 +23,8 @@ from typing import Callable, Iterable, Sequence
 from kira.text.tokens import words
 from kira.reasoning.types import EvidenceItem
 
-AGREEMENT_WORDS = frozenset({"together", "agree", "agrees", "both", "concordant", "concur", "concurs"})
-"""Words of a question that ask what several views show together, or whether they agree."""
+AGREEMENT_WORDS = frozenset({"together", "agree", "agrees", "both", "concur", "concurs"})
+"""Everyday English words of a question that ask what several views show together, or whether they agree."""
 
 
 def asks_agreement(question: str) -> bool:
@@ -45,13 +47,13 @@ class ViewAgreement:
         return not self.missing
 
     def lead(self) -> str:
-        """The claim's opening: "Yes; both fields 1 and 3 show", "Both PA and lateral views show", "All 3 views show"."""
-        head = "both" if len(self.items) == 2 else f"all {len(self.items)}"
-        head = f"{head} {self.phrase or 'views'} show"
-        return f"Yes; {head}" if self.yes_no else head[:1].upper() + head[1:]
+        """The claim's opening: "Yes, they agree: fields 1 and 3 each show", "PA and lateral views each show",
+        "The 3 views each show"."""
+        head = f"{self.phrase or f'the {len(self.items)} views'} each show"
+        return f"Yes, they agree: {head}" if self.yes_no else head[:1].upper() + head[1:]
 
     def word(self, claim: str) -> str:
-        """`claim` worded as what the views show ("Enlarged heart" -> "Both views show enlarged heart")."""
+        """`claim` worded as what the views show ("Enlarged heart" -> "The 2 views each show enlarged heart")."""
         keep_case = len(claim) > 1 and claim[1].isupper()  # "RC low-pass filter", "PA view"
         return f"{self.lead()} {claim if keep_case else claim[:1].lower() + claim[1:]}"
 

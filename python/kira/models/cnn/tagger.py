@@ -54,6 +54,11 @@ class ImageNetTagger:
         if not 0.0 < self.config.threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {self.config.threshold}")
 
+    @property
+    def vocabulary(self) -> tuple[str, ...]:
+        """Every label name this tagger can give (the relevance judge's reference for a label near a question)."""
+        return tuple(c.name for c in imagenet_labels())
+
     def labels(self, image: ImageLike) -> list[Label]:
         """The image's labels with probability >= threshold, most probable first (at most top_k)."""
         probs = self.encoder.probabilities(image)

@@ -1,0 +1,89 @@
+"""Feedback and the hops expand only from what is on the question's topic (issue 31, captioned photos).
+
+Twelve scikit-image photos with a one-line caption each. "a photographer with his equipment"
+shares a stem only with the clock's caption ("photographed") and the retina's ("photograph");
+the cameraman's caption says "photo of a man with a camera". Pseudo-relevance feedback that
+seeded from those word matches re-queried the visual index with the clock and the retina, the
+hops followed, and the cameraman left the full variant's top 3 while dual_path had it first.
+Seeds are now judged on what they show (kira.reasoning.feedback_seeds), so the full variant
+keeps what dual_path finds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kira.knowledge_base import KnowledgeBase
+from kira.pipeline import Kira
+
+skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+
+CAPTIONS = {
+    "astronaut": "portrait of an astronaut in a white spacesuit in front of the flag",
+    "brick": "a brick wall texture",
+    "camera": "black and white photo of a man with a camera on a tripod",
+    "cell": "microscope image of a single cell",
+    "clock": "a wall clock photographed at an angle",
+    "coffee": "a cup of coffee on a saucer with a spoon",
+    "coins": "old coins lying on a table",
+    "grass": "a close-up texture of grass",
+    "gravel": "a close-up texture of gravel stones",
+    "moon": "the surface of the moon with craters",
+    "retina": "a colour photograph of the back of the eye",
+    "rocket": "a rocket on the launch pad before lift-off",
+}
+QUESTIONS = {"a photographer with his equipment": "camera", "green lawn": "grass", "small pebbles": "gravel",
+             "a masonry wall": "brick", "lunar craters": "moon", "metal money": "coins"}
+
+
+@pytest.fixture(scope="module")
+def kira(tmp_path_factory):
+    base = KnowledgeBase.create(tmp_path_factory.mktemp("feedback") / "kb")
+    for name, caption in CAPTIONS.items():
+        image = np.asarray(getattr(skimage_data, name)())
+        image = np.repeat(image[:, :, None], 3, 2) if image.ndim == 2 else image[:, :, :3]
+        base.add_image(np.ascontiguousarray(image), doc_id=name, caption=caption)
+    base.commit()
+    yield Kira(base)
+    base.close()
+
+
+def _top3(kira, question: str, variant: str) -> list[str]:
+    return list(dict.fromkeys(i.doc_id for i in kira.ask(question, variant=variant, top_k=5).evidence.items))[:3]
+
+
+def test_a_shared_word_stem_does_not_seed_feedback(kira):
+    question = "a photographer with his equipment"
+    assert _top3(kira, question, "dual_path")[0] == "camera"
+    full = kira.ask(question, variant="full", top_k=5)
+    assert full.evidence.items[0].doc_id == "camera", [i.doc_id for i in full.evidence.items]
+
+
+@pytest.mark.parametrize("question", sorted(QUESTIONS))
+def test_full_keeps_what_dual_path_finds(kira, question):
+    photo = QUESTIONS[question]
+    if photo in _top3(kira, question, "dual_path"):
+        assert photo in _top3(kira, question, "full")
+
+
+def _captioned(number: int, doc: str, caption: str):
+    from kira.reasoning.types import EvidenceItem
+
+    return EvidenceItem(number=number, chunk_id=number, doc_id=doc, level="document", score=1.0, paths=("text",),
+                        summary=caption, provenance={"described_by": "user caption/tags", "caption": caption})
+
+
+def test_on_topic_seeds_keep_only_what_is_about_as_much_on_topic_as_the_best():
+    from kira.models import load_default
+    from kira.reasoning.feedback_seeds import on_topic_seeds
+    from kira.reasoning.relevance import RelevanceJudge
+
+    judge = RelevanceJudge(load_default(image_encoder="pixel").text)
+    items = [_captioned(1, "clock", CAPTIONS["clock"]), _captioned(2, "camera", CAPTIONS["camera"]),
+             _captioned(3, "camera", "the same photo again"), _captioned(4, "coins", CAPTIONS["coins"])]
+    seeds = on_topic_seeds(judge, "a photographer with his equipment", items, 5)
+    assert [i.doc_id for i in seeds] == ["camera"] and seeds[0].number == 2  # one per document, its first item
+    assert on_topic_seeds(judge, "a snowy mountain", items, 5) == []  # nothing on topic: no feedback
+    assert on_topic_seeds(judge, "a dark image", items, 5) is None  # only appearance: nothing to judge by
+    assert on_topic_seeds(judge, "a photographer with his equipment", items, 0) == []
