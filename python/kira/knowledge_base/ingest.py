@@ -210,6 +210,8 @@ def _store(kb: Any, items: list[dict[str, Any]], summary: IngestSummary) -> None
     """Encode and store one batch and commit it; a batch that fails is retried one image at a time."""
     try:
         kb.add_items(items)
+    except ConnectionError:
+        raise  # the store stopped answering (a Milvus server gone): image by image would fail alike
     except (ValueError, OSError, RuntimeError) as exc:
         # One bad item (e.g. an encoder refusing a crop) must not sink the batch: retry one by one.
         log.warning("batch failed (%s); retrying its images one at a time", exc)

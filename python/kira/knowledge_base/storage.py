@@ -226,6 +226,45 @@ class ServesCompoundPartners(Protocol):
 
 
 @runtime_checkable
+class ServesCompoundsPerHit(Protocol):
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
+        """The `CompoundIndex` of the groups these documents (doc ids, or document chunk ids) reach, fetched for
+        them alone (what a query reads of its hits; every group is never read at once)."""
+        ...
+
+
+@runtime_checkable
+class ServesNames(Protocol):
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunk ids it names} (kira.knowledge_base.identifiers' rule), answered
+        by the backend per word."""
+        ...
+
+
+@runtime_checkable
+class ReportsUnavailable(Protocol):
+    def writing(self, doing: str) -> Any:
+        """A context manager around a write: a store that stopped answering raises one ConnectionError naming
+        where, what is kept and what to do (Milvus: kira.knowledge_base.milvus.faults)."""
+        ...
+
+
+@runtime_checkable
+class KnowsBridgeCurrent(Protocol):
+    """A `KeepsBridge` whose writer also records, at each commit, that its stored bridge (or that there is
+    none) still holds, so a reader loads it without counting the captioned documents."""
+
+    def bridge_current(self) -> bool:
+        """Whether the stored bridge (or "none") was stored or confirmed at the current generation."""
+        ...
+
+    def confirm_bridge(self, captioned: int) -> None:
+        """Record that at this generation, with `captioned` captioned documents, the stored bridge holds (fewer
+        than 2: that there is none)."""
+        ...
+
+
+@runtime_checkable
 class KeepsBridge(Protocol):
     """Stores the fitted text->image bridge, so another process loads it instead of fitting it again."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, TypeVar
@@ -22,14 +21,11 @@ import numpy as np
 
 from kira import _core
 from kira.knowledge_base.compound import CompoundIndex
-from kira.knowledge_base.storage import (ServesCompoundPartners, ServesDocumentGroups, ServesLevelFilter,
-                                        ServesLexical, Storage)
+from kira.knowledge_base.storage import (ServesCompoundPartners, ServesCompoundsPerHit, ServesDocumentGroups,
+                                        ServesLevelFilter, ServesLexical, Storage)
 
 T = TypeVar("T")
 
-MAX_LEXICAL_CHARS = 20_000
-"""What of one chunk's text the lexical (BM25) index reads: a few thousand words, well past
-any caption or passage it ranks by, so a 10 MB caption no longer costs seconds per commit."""
 
 
 class DerivedViews:
@@ -128,13 +124,11 @@ class DerivedViews:
     def lexical_texts(self, after: int, upto: int) -> tuple[list[int], list[str]]:
         """(ids, indexed texts) of the document and passage chunks with after < id <= upto, by id: each
         document chunk with its description, its doc id and its metadata values; each passage with its text."""
+        from kira.knowledge_base.lexical import indexed_text
+
         rows = self.storage.rows.lexical_rows(after, upto)
-        texts = []
-        for _cid, description, doc_id, metadata in rows:
-            values = json.loads(metadata or "{}") if metadata else {}
-            extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
-            texts.append(f"{(description or '')[:MAX_LEXICAL_CHARS]} {doc_id.replace('-', ' ')} {extra[:MAX_LEXICAL_CHARS]}")
-        return [int(r[0]) for r in rows], texts
+        return [int(r[0]) for r in rows], [indexed_text(description, doc_id, metadata)
+                                           for _cid, description, doc_id, metadata in rows]
 
     def lexical_index(self) -> Any:
         """The lexical index, kept across commits (`kept_view`): only the chunks added since it was last built
@@ -217,6 +211,8 @@ def warm(kb: Any) -> dict[str, float]:
     for spec in DERIVED_VIEWS:
         if spec is DOC_CHUNK_MAP and isinstance(kb.storage, ServesDocumentGroups):
             continue  # the backend groups by document itself
+        if spec is COMPOUNDS and isinstance(kb.storage, ServesCompoundsPerHit):
+            continue  # queries fetch their hits' groups; every group is never read at once
         method = getattr(kb, spec.name, None)  # the knowledge base's own reader (it may ask the backend instead)
         steps[spec.name] = method if callable(method) else functools.partial(kb.view, spec)
     if kb.dims() is not None and getattr(kb.models, "image_text", None) is None:

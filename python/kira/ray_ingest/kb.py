@@ -206,8 +206,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike[str], *, address: str | Non
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows) // batch_size, 1000)))
         ds = ds.map_batches(KbEncodeAndWrite, fn_constructor_kwargs={"target": target, "options": options},
                             batch_size=batch_size, batch_format="numpy", num_cpus=cpus_per_actor,
-                            compute=ray.data.ActorPoolStrategy(size=pool),
-                            scheduling_strategy="SPREAD")  # actors over the cluster's nodes, not packed on one
+                            compute=ray.data.ActorPoolStrategy(size=pool))
         for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
             summary.batches += 1
             nodes.update(str(n) for n in batch.get("node", ()) if n)
