@@ -39,7 +39,7 @@ ones about other findings, made-up facts, other domains, or citing the wrong ite
 flags 96.9% of unsupported and 3.3% of supported claims (95.5% and 0% before the s_sim = 0 rule; the raw
 formula: 72.3% and 0%).
 Checked on real data (never DomainVQA-R): over the 20 one-line captions of the scikit-image /
-scikit-learn photos of benchmarks/real_photos.py, captions of different photos have cosine median
+scikit-learn photos of benchmarks/suites/real_photos.py, captions of different photos have cosine median
 0.15 (95th percentile 0.37, max 0.60) and token alignment median 0.00 (95th percentile 0.17), so
 both floors sit at or above the unrelated level of real captions too; a caption cited as evidence
 for another photo's caption (a wrong citation) is flagged in all 380 pairs.
