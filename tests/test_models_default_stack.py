@@ -107,3 +107,15 @@ def test_load_stays_a_function_after_its_module_is_imported():
     with pytest.raises((FileNotFoundError, ValueError)):
         kira.models.load("/nonexistent/kira-models")
     assert callable(kira.models.load) and callable(kira.models.export)
+
+
+def test_the_sentence_encoder_runs_one_thread_unless_threads_are_given(stack):
+    from kira.models.minilm import MiniLMEncoder
+    from kira.models.stack import TEXT_ENCODER_THREADS
+
+    if not isinstance(stack.text, MiniLMEncoder):
+        pytest.skip("all-MiniLM-L6-v2 is not installed")
+    assert TEXT_ENCODER_THREADS == 1
+    assert stack.text._session.session.get_session_options().intra_op_num_threads == TEXT_ENCODER_THREADS
+    two = load_default(prefer_cuda=False, threads=2, tagger=False, image_encoder="pixel")
+    assert two.text._session.session.get_session_options().intra_op_num_threads == 2

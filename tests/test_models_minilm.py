@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kira.models import minilm
-from kira.models.minilm import MiniLMEncoder, ensure_onnx, model_dir
+from kira.models.minilm import MiniLMEncoder, ensure_onnx, length_buckets, model_dir
 
 TEXTS = [
     "A chest X-ray with an opacity in the left lower lobe.",
@@ -64,6 +64,38 @@ def test_shapes_order_and_batching(encoder):
     with pytest.raises(ValueError):
         encoder.encode(["ok", None])  # type: ignore[list-item]
     assert encoder.provider in ("CPUExecutionProvider", "CUDAExecutionProvider")
+
+
+def test_length_buckets_hold_every_text_once_and_bound_the_padding():
+    lengths = [5, 90, 7, 88, 6, 60, 3, 0, 64, 12] * 9
+    batches = length_buckets(lengths, 8)
+    assert sorted(j for b in batches for j in b) == list(range(len(lengths)))
+    assert all(len(b) <= 8 for b in batches)
+    for b in batches:  # sorted by length, and padding to the longest costs at most 15% of the real tokens
+        real = [max(1, lengths[j]) for j in b]
+        assert real == sorted(real) and len(b) * max(real) <= 1.15 * sum(real) + 1e-9
+    assert length_buckets([], 8) == [] and length_buckets([40], 8) == [[0]]
+    assert length_buckets([10] * 5, 2) == [[0, 1], [2, 3], [4]]
+    assert length_buckets([10] * 5, 64, max_tokens=25) == [[0, 1], [2, 3], [4]]  # at most 25 padded tokens
+    assert length_buckets([300, 10], 64, max_tokens=256) == [[1], [0]]  # a text longer than that: alone
+
+
+def test_a_short_piece_is_not_padded_to_a_long_description(encoder, monkeypatch):
+    long = "labels: espresso; A medium-brightness colour photograph dominated by brown (40%) and white (20%); " * 2
+    texts = ["espresso", long, "a cup", long + " more", "coffee"]
+    calls = []
+    run = encoder._session.run
+
+    def recording(feeds, outputs=None):
+        calls.append(feeds["attention_mask"].sum(axis=1))  # each row's real tokens
+        return run(feeds, outputs)
+
+    monkeypatch.setattr(encoder, "_session", type("Recording", (), {"run": staticmethod(recording)})())
+    together = encoder.encode(texts)
+    monkeypatch.undo()
+    assert sorted(int(n) for real in calls for n in real) == sorted(len(encoder.tokenize([t])[0][0]) for t in texts)
+    assert len(calls) >= 2 and all(len(real) * real.max() <= 1.15 * real.sum() for real in calls)  # short apart
+    np.testing.assert_allclose(together, np.concatenate([encoder.encode([t]) for t in texts]), atol=1e-5)
 
 
 def test_cache_is_keyed_reused_and_atomic(encoder, minilm_cache):

@@ -25,7 +25,10 @@ Fashion-MNIST items from Debian's ``dataset-fashion-mnist``, upscaled 4x), about
 With ``--asks``, after each kind of ingest, the CPU cost of 8 text questions (the pieces not stored
 are encoded when an ask cites them), and whether every kind gives the same answers.
 
-Usage: python benchmarks/ingest_throughput.py [--images 300] [--rounds 2] [--before] [--asks] [--profile FILE.prof]
+With ``--stages``, instead, each stage's own CPU per image inside the ingest (benchmarks/suites/ingest_stages.py).
+
+Usage: python -m benchmarks.suites.ingest_throughput [--images 300] [--rounds 2] [--before] [--asks] [--stages]
+       [--profile FILE.prof]
 """
 
 from __future__ import annotations
@@ -182,12 +185,16 @@ def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of one ingest run here and print its top entries")
     parser.add_argument("--before", action="store_true",
                         help="also ingest storing text pieces as before (all, and all but the appearance parts)")
+    parser.add_argument("--stages", action="store_true",
+                        help="only the CPU of each ingest stage per image (one onnxruntime thread per session)")
     parser.add_argument("--asks", action="store_true",
                         help="after each kind of ingest, the CPU cost of asking 8 questions (what moved to ask time)")
     args = parser.parse_args()
 
     from kira.models import load_default
 
+    if args.stages:
+        return stages(args)
     stack = load_default()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -237,6 +244,30 @@ def main() -> None:
             print(f"{name}: {rate:.1f} images/s, {1000 * cpu:.0f} CPU-ms/image; ratio to the encoder alone "
                   f"({enc_rate:.1f} images/s, {1000 * enc_cpu:.0f} CPU-ms/image): wall {rate / enc_rate:.2f}, "
                   f"CPU {enc_cpu / cpu:.2f}")
+
+
+def stages(args: argparse.Namespace) -> None:
+    """Each stage's own CPU per image in a default ingest (benchmarks/suites/ingest_stages.py), best of `--rounds`."""
+    from benchmarks.suites.ingest_stages import StageClock, stage_table, timed_stages
+
+    from kira.models import load_default
+
+    stack = load_default(threads=1)  # a stage's CPU is then its thread's
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        n = write_images(work / "images", args.images)
+        ingest_run(stack, work / "images", work)  # warm-up
+        best: tuple[float, StageClock, float] | None = None
+        for _ in range(args.rounds):
+            _, encoder_cpu, _ = encoder_alone(stack, work / "images", args.batch)
+            clock = StageClock()
+            with timed_stages(clock):
+                _, cpu, added = ingest_run(stack, work / "images", work)
+            if best is None or cpu < best[0]:
+                best = (cpu, clock, encoder_cpu)
+        assert best is not None
+        print(f"{n} real images, {added} added; load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(stage_table(best[1], added, best[0], best[2]))
 
 
 if __name__ == "__main__":

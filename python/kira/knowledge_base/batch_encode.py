@@ -6,13 +6,20 @@ backend's distributed ingest (kira.ray_ingest, in Ray actors) both call
 Per image: the chunk plan (document, regions, patches), OCR lines when the stack reads
 text, the descriptions, one forward pass for every chunk's visual vector when the image
 encoder offers ``encode_boxes`` (the CNN; else one call per crop, batched), and the
-tagger's labels. Texts are encoded once each, in batches of `ENCODE_BATCH`. A CNN runs once
-over the whole batch first (batched), and each image's region proposal, tags and chunk
-vectors read that pass from the CNN's cache.
+tagger's labels. A CNN runs once over the whole batch first (batched), and each image's
+region proposal, tags and chunk vectors read that pass from the CNN's cache.
+
+Texts are encoded once each, in a second thread: each image's distinct new texts are handed
+to it as soon as the image is described, and it encodes them while this thread describes the
+next images and computes the chunks' image vectors (onnxruntime releases the GIL, so on two
+cores the text encoder and the image side run at once; the sentence encoder groups what it
+is given by length itself). What is stored does not depend on the batching or the threads
+beyond float rounding.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -52,42 +59,87 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
 
     check_items(items)  # type: ignore[arg-type]  # the items are the writers' dicts
     plans: list[ImagePlan | None] = []
-    crops: list[np.ndarray] = []
     texts: list[str] = []
-    boxed = callable(getattr(stack.image, "encode_boxes", None))
-    box_rows: list[np.ndarray] = []
-    tagger = getattr(getattr(stack, "captioner", None), "labels", None)
     out = EncodedBatch([], [], np.zeros(0), np.zeros(0))
     _forward_all(stack.image, [item["pixels"] for item in items if item["pixels"] is not None])
-    for item in items:
-        if item["pixels"] is None:
-            plans.append(None)
-            texts.append(item["caption"] or "; ".join(item["tags"]) or item["doc_id"])
-        else:
-            plan = plan_image(item["pixels"], getattr(stack, "regions", None), chunking, levels)
-            reader = getattr(stack, "ocr", None)
-            lines = reader.read(plan.image) if reader is not None else []
-            if lines:
-                out.read_lines[item["doc_id"]] = [{"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)}
-                                                  for ln in lines]
-            describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
-                     caption_children=caption_children, lines=lines)
-            plans.append(plan)
-            if boxed:
-                box_rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
-            else:
-                crops += plan.crops()
-            if callable(tagger):
-                out.labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)}
-                                              for lb in tagger(plan.image)]
-            texts += [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
-        texts += list(item.get("passages", ()))
-    if boxed:
-        visual = np.concatenate(box_rows) if box_rows else np.zeros((0, stack.image.dim), np.float32)
-    else:
-        visual = encode_all(stack.image, crops)
-    out.plans, out.texts, out.visual, out.text = plans, texts, visual, encode_texts(stack.text, texts)
+    with ThreadPoolExecutor(1, thread_name_prefix="kira-encode-text") as pool:
+        feed = _TextFeed(stack.text, pool)
+        try:
+            for item in items:  # each image's texts go to the text thread as soon as it is described
+                if item["pixels"] is None:
+                    plans.append(None)
+                    mine = [item["caption"] or "; ".join(item["tags"]) or item["doc_id"]]
+                else:
+                    plan = plan_image(item["pixels"], getattr(stack, "regions", None), chunking, levels)
+                    reader = getattr(stack, "ocr", None)
+                    lines = reader.read(plan.image) if reader is not None else []
+                    if lines:
+                        out.read_lines[item["doc_id"]] = [
+                            {"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)} for ln in lines]
+                    describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
+                             caption_children=caption_children, lines=lines)
+                    plans.append(plan)
+                    mine = [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
+                mine += list(item.get("passages", ()))
+                feed.send(mine)
+                texts += mine
+            out.visual = _visual_vectors(stack, items, plans, out.labels)  # meanwhile the text thread encodes
+        finally:
+            feed.wait()
+        out.text = feed.vectors(texts)
+    out.plans, out.texts = plans, texts
     return out
+
+
+class _TextFeed:
+    """Texts handed to a text encoder running in `pool`'s thread (onnxruntime releases the GIL, so it runs
+    beside this thread's image work on a second core), each distinct text once (its first
+    `MAX_ENCODED_CHARS` characters), in calls of what one `send` brings that is new."""
+
+    def __init__(self, encoder: Any, pool: ThreadPoolExecutor) -> None:
+        self.encoder, self.pool = encoder, pool
+        self.jobs: list[tuple[list[str], Future]] = []
+        self.sent: set[str] = set()
+
+    def send(self, texts: Sequence[str]) -> None:
+        fresh = [t for t in dict.fromkeys(t[:MAX_ENCODED_CHARS] for t in texts) if t not in self.sent]
+        if fresh:
+            self.sent.update(fresh)
+            self.jobs.append((fresh, self.pool.submit(encode_texts, self.encoder, fresh)))
+
+    def wait(self) -> None:
+        wait([job for _, job in self.jobs])
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 rows of `texts` (each sent before); raises what the encoder raised."""
+        found: dict[str, np.ndarray] = {}
+        for fresh, job in self.jobs:
+            found.update(zip(fresh, job.result()))
+        if not texts:
+            return np.zeros((0, self.encoder.dim), dtype=np.float32)
+        return np.ascontiguousarray(np.stack([found[t[:MAX_ENCODED_CHARS]] for t in texts]), dtype=np.float32)
+
+
+def _visual_vectors(stack: Any, items: Sequence[Mapping[str, Any]], plans: Sequence[ImagePlan | None],
+                    labels: dict[str, list[dict[str, Any]]]) -> np.ndarray:
+    """Every chunk's image vector, rows in plan order (one `encode_boxes` call per image where the encoder
+    offers it, else its crops in batches), and each image's tagger labels into `labels`."""
+    boxed = callable(getattr(stack.image, "encode_boxes", None))
+    tagger = getattr(getattr(stack, "captioner", None), "labels", None)
+    rows: list[np.ndarray] = []
+    crops: list[np.ndarray] = []
+    for item, plan in zip(items, plans):
+        if plan is None:
+            continue
+        if boxed:
+            rows.append(stack.image.encode_boxes(plan.image, [c.box for c in plan.chunks]))
+        else:
+            crops += plan.crops()
+        if callable(tagger):
+            labels[item["doc_id"]] = [{"label": lb.name, "p": round(lb.probability, 4)} for lb in tagger(plan.image)]
+    if not boxed:
+        return encode_all(stack.image, crops)
+    return np.concatenate(rows) if rows else np.zeros((0, stack.image.dim), np.float32)
 
 
 def _forward_all(encoder: Any, images: list[np.ndarray]) -> None:

@@ -2,9 +2,11 @@
 
 Each batch of images is loaded, chunked and encoded together (one encoder call per
 space), inserted in one transaction and committed, so a crash loses at most the batch in
-flight (the next batch's files are decoded meanwhile in a second thread; nothing is encoded
-ahead). The index files are checkpointed once at the end (the database holds every
-vector, so a crash before that is repaired on reopen without any model call).
+flight (the next batch's files are decoded, and their thumbnails made, meanwhile in a second
+thread; nothing is encoded ahead). Within a batch the descriptions' sentence vectors are
+encoded in a third thread while the chunks' image vectors are computed
+(`kira.knowledge_base.batch_encode`). The index files are checkpointed once at the end (the
+database holds every vector, so a crash before that is repaired on reopen without any model call).
 Unreadable, corrupt or oversized images (decompression bombs) are skipped with the
 reason; nothing already stored is touched.
 """
@@ -127,7 +129,7 @@ def ingest(
     Raises ValueError for a missing folder, batch_size < 1 or max_pixels < 1.
 
     While one batch is encoded, stored and committed, the next one's files are read and decoded
-    in a second thread.
+    (and their thumbnails made) in a second thread.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}")
@@ -156,6 +158,8 @@ def ingest(
         (summary.unchanged.append(doc_id) if change is None else summary.skipped.append((str(path), change)))
 
     def load(part: list[tuple[Path, str]]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+        from kira.knowledge_base.writing import thumbnail_png
+
         items, bad = [], []
         for path, doc_id in part:
             try:
@@ -169,7 +173,8 @@ def ingest(
                 bad.append((str(path), str(exc)))
                 continue
             items.append(dict(
-                pixels=pixels, doc_id=doc_id, caption=clean_text(caption, f"the caption of {printable(path)}"),
+                pixels=pixels, thumbnail=thumbnail_png(pixels), doc_id=doc_id,
+                caption=clean_text(caption, f"the caption of {printable(path)}"),
                 tags=tags_arg(tags(path)) if tags else (), metadata=dict(metadata(path)) if metadata else {},
                 source=str(path), sequence=None, view=None, digest=digest,
             ))

@@ -49,7 +49,8 @@ class MiniLMConfig:
     intermediate: int = 1536
     layer_norm_eps: float = 1e-12
     max_tokens: int = 256  # sentence-transformers' max_seq_length for this model
-    batch_size: int = 64  # texts per onnxruntime call (sorted by length first)
+    batch_size: int = 64  # texts per onnxruntime call at most (grouped by token count: length_buckets)
+    batch_tokens: int = 384  # padded tokens per call at most: larger calls leave the CPU caches (+20% CPU/text)
     opset: int = 17  # LayerNormalization is a standard op from opset 17
 
 
@@ -268,8 +269,12 @@ class MiniLMEncoder:
         self.provider = self._session.provider
         tok = Tokenizer.from_file(str(root / "tokenizer.json"))
         tok.enable_truncation(max_length=self.config.max_tokens)
+        self._unpadded = Tokenizer.from_file(str(root / "tokenizer.json"))  # `encode` pads each batch itself
+        self._unpadded.enable_truncation(max_length=self.config.max_tokens)
+        self._unpadded.no_padding()
         pad_id = tok.token_to_id("[PAD]")
-        tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+        self._pad_id = 0 if pad_id is None else pad_id
+        tok.enable_padding(pad_id=self._pad_id, pad_token="[PAD]")
         self._tokenizer = tok
 
     def tokenize(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -282,6 +287,9 @@ class MiniLMEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts. Returns float32 (len(texts), 384) with unit rows; (0, 384) for [].
 
+        The texts are tokenised once, sorted by token count and run in batches of similar lengths
+        (`length_buckets`), each padded to its own longest text: padding is masked out, so a text's
+        vector does not depend on its batch beyond float rounding (~1e-7).
         Raises ValueError when an item is not a string.
         """
         if isinstance(texts, str):
@@ -293,12 +301,43 @@ class MiniLMEncoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        # Sort by length so each batch pads to similar lengths; restore order at the end.
-        order = np.argsort([len(t) for t in texts], kind="stable")
-        bs = self.config.batch_size
-        for start in range(0, len(texts), bs):
-            idx = order[start : start + bs]
-            ids, mask = self.tokenize([texts[j] for j in idx])
+        encodings = self._unpadded.encode_batch(texts)
+        lengths = [len(e.ids) for e in encodings]
+        for idx in length_buckets(lengths, self.config.batch_size, max_tokens=self.config.batch_tokens):
+            width = max(lengths[j] for j in idx)
+            ids = np.full((len(idx), width), self._pad_id, dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, j in enumerate(idx):
+                ids[row, : lengths[j]] = encodings[j].ids
+                mask[row, : lengths[j]] = 1
             (emb,) = self._session.run({"input_ids": ids, "attention_mask": mask}, ["embeddings"])
             out[idx] = emb
         return out
+
+
+def length_buckets(lengths: Sequence[int], batch_size: int, *, max_padding: float = 0.15,
+                   max_tokens: int | None = None) -> list[list[int]]:
+    """Indexes of `lengths` (token counts) grouped into encoder batches: sorted by length, at most
+    `batch_size` each, a batch closed early where padding to its longest would exceed `max_padding` of
+    its real tokens (a transformer's cost grows with the padded length, so mixing a 10-token piece with
+    a 90-token description would nearly double the short rows' cost) or its padded size `max_tokens`
+    (a text longer than that alone). Every index appears once.
+
+    Measured on this project's 2-core AVX2 VM, one thread, 96 descriptions and text pieces of real images:
+    19.3 CPU-ms per text in calls of up to 64 texts, 16.1 with at most 256-512 padded tokens a call."""
+    order = sorted(range(len(lengths)), key=lambda j: (lengths[j], j))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    real = 0
+    for j in order:
+        n = max(1, lengths[j])
+        padded = n * (len(current) + 1)
+        if current and (len(current) >= batch_size or padded > (1 + max_padding) * (real + n)
+                        or (max_tokens is not None and padded > max_tokens)):
+            batches.append(current)
+            current, real = [], 0
+        current.append(j)
+        real += n
+    if current:
+        batches.append(current)
+    return batches

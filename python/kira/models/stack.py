@@ -53,6 +53,13 @@ class ModelStack:
         return out
 
 
+TEXT_ENCODER_THREADS = 1
+"""The sentence encoder's onnxruntime threads when `load_default` is given none: an ingest encodes the
+descriptions in a second thread while the image models use every core, so a second intra-op thread there
+only oversubscribes the cores (on this project's 2-core VM, real image descriptions: 23.8 CPU-ms per text
+with one thread against 26.6 with two); its other calls (a question, a few expansion phrases) are too short
+to gain from more."""
+
 IMAGE_ENCODERS = ("mobilenet_v2", "efficientnet_lite0", "fused", "pixel")  # named choices for load_default(image_encoder=)
 
 
@@ -82,7 +89,9 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     installed with --no-deps) as `ocr`: the words printed in an image join its
     description, their boxes its provenance (about 0.3-1.5 s per image on 2 cores, so
     it is off by default); a missing wheel then raises OcrNotInstalled naming it.
-    Parameters: prefer_cuda and threads are passed to onnxruntime.
+    Parameters: prefer_cuda and threads are passed to onnxruntime (threads None: onnxruntime's
+    default, one per core, for the image models; `TEXT_ENCODER_THREADS` for the sentence encoder, which
+    an ingest runs in a thread of its own beside the image side, kira.knowledge_base.batch_encode).
     Raises ValueError for an unknown image_encoder.
     """
     from kira.models.default.captioner import DefaultCaptioner
@@ -95,7 +104,7 @@ def load_default(*, prefer_cuda: bool = True, threads: int | None = None, image_
     notes: list[str] = []
     text: TextEncoder
     try:
-        minilm = MiniLMEncoder(prefer_cuda=prefer_cuda, threads=threads)
+        minilm = MiniLMEncoder(prefer_cuda=prefer_cuda, threads=TEXT_ENCODER_THREADS if threads is None else threads)
         text, text_provider = minilm, minilm.provider
     except MiniLMNotInstalled as exc:
         from kira.models.hashing_text import HashingTextEncoder

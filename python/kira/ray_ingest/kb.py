@@ -28,6 +28,7 @@ from kira.ray_ingest.sources import actor_pool_size, lite_server_uri, list_sourc
 from kira.ray_ingest.runtime import start_ray, stop_ray
 
 log = logging.getLogger(__name__)
+ACTOR_START_TIMEOUT_S = 600  # how long a Ray ingest waits for its encode pool to start (models load in each actor)
 
 
 def _caption(path: str, captions: Mapping[str, str] | None, root: str | None) -> str | None:
@@ -194,13 +195,18 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
     bar = _progress(len(todo), progress)
     nodes: set[str] = set()
     try:
-        ray.data.DataContext.get_current().enable_progress_bars = False  # kira's own bar counts images
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False  # kira's own bar counts images
+        # the whole pool starts (each actor loads the models) before the first batch is handed out, so a node
+        # whose actor starts last still gets its share instead of idling while the first actor takes every batch
+        context.wait_for_min_actors_s = ACTOR_START_TIMEOUT_S
         pool = actor_pool_size(ray.available_resources(), cpus_per_actor=cpus_per_actor, requested=actors)
         rows = [{"path": p, "doc_id": d, "ordinal": first + i} for i, (p, d) in enumerate(todo)]
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows) // batch_size, 1000)))
         ds = ds.map_batches(KbEncodeAndWrite, fn_constructor_kwargs={"target": target, "options": options},
                             batch_size=batch_size, batch_format="numpy", num_cpus=cpus_per_actor,
-                            compute=ray.data.ActorPoolStrategy(size=pool))
+                            compute=ray.data.ActorPoolStrategy(size=pool),
+                            scheduling_strategy="SPREAD")  # actors over the cluster's nodes, not packed on one
         for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
             summary.batches += 1
             nodes.update(str(n) for n in batch.get("node", ()) if n)

@@ -1,0 +1,83 @@
+"""Issue 33.4: a Ray ingest worker killed mid-job (SIGKILL, after it wrote a batch to Milvus and before it reported
+it) is restarted by Ray and its batch retried: the knowledge base ends with every image's chunks once, under the
+ids and with the vectors the local ingest gives them, with no duplicate and no gap."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
+pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
+pytest.importorskip("ray.data", reason='needs pip install "kira[ray]"')
+
+from milvus_fixtures import release_lite  # noqa: E402
+from test_ingest_ray_cli import _corpus  # noqa: E402
+
+KILL_MARK = "KIRA_TEST_KILL_MARK"  # the file the first worker to write creates just before it kills itself
+
+
+def _die_after_the_first_write() -> None:
+    """Ray's worker_process_setup_hook: in every worker, `write_items` kills its process (SIGKILL, no cleanup)
+    right after the first batch any worker writes, once per job (the mark file says it happened)."""
+    from kira.knowledge_base.milvus import kb_writes
+
+    write = kb_writes.write_items
+
+    def write_then_die(collection, records, batch):
+        written = write(collection, records, batch)
+        try:
+            Path(os.environ[KILL_MARK]).touch(exist_ok=False)  # only the first write of the job dies
+        except FileExistsError:
+            return written
+        os.kill(os.getpid(), signal.SIGKILL)
+        return written
+
+    kb_writes.write_items = write_then_die
+
+
+@pytest.mark.slow  # about 50 s here: a local Ray, a 20-image job with one worker killed, one local ingest
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
+def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkeypatch):
+    import ray
+
+    from kira.knowledge_base import KnowledgeBase
+    from kira.models import load_default
+    from kira.ray_ingest.kb import ingest_ray_kb
+    from kira.ray_ingest.runtime import stop_ray
+
+    folder = tmp_path / "images"
+    names = _corpus(folder)
+    mark = tmp_path / "killed"
+    monkeypatch.setenv(KILL_MARK, str(mark))
+    stack = load_default(prefer_cuda=False, threads=1)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"worker_process_setup_hook": _die_after_the_first_write,
+                          "env_vars": {KILL_MARK: str(mark), "PYTHONPATH": os.pathsep.join(  # the hook's module, kira's
+                              [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}})
+    remote = KnowledgeBase.create(tmp_path / "ray", models=stack, backend="milvus")
+    local = KnowledgeBase.create(tmp_path / "local", models=stack, backend="milvus")
+    try:
+        summary = ingest_ray_kb(remote, folder, batch_size=4)
+        assert mark.exists()  # a worker really died mid-job
+        assert sorted(summary.added) == sorted(names)
+        assert [Path(p).name for p, _ in summary.skipped] == ["zz_broken.png"]
+        local.ingest(folder)
+        ids = local.store.chunk_ids()
+        got = remote.store.chunk_ids()
+        assert len(set(got.tolist())) == len(got)  # no chunk twice
+        np.testing.assert_array_equal(np.sort(got), np.sort(ids))  # and none missing: the local ingest's ids
+        for space in ("visual", "text"):
+            np.testing.assert_allclose(remote.index(space).get_vectors(ids), local.index(space).get_vectors(ids),
+                                       atol=1e-5)
+        assert sorted(remote.documents()) == sorted(local.documents()) == sorted(names)
+    finally:
+        stop_ray(ray)
+        remote.close()
+        local.close()
+        release_lite(tmp_path / "ray" / "milvus.db")
+        release_lite(tmp_path / "local" / "milvus.db")
