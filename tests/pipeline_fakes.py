@@ -140,7 +140,7 @@ def opacity(rows: int) -> np.ndarray:
 
 def document_items(kb, *doc_ids):
     """Evidence items of the documents' document chunks, each at score 1, in the order given."""
-    from kira.pipeline.evidence import build_items
+    from kira.grounding.evidence import build_items
 
     chunks = kb.store.document_chunk_ids(doc_ids)
     return build_items(kb, [chunks[d] for d in doc_ids], [1.0] * len(doc_ids), {}, {}, thumbnails=False)

@@ -119,7 +119,7 @@ def test_label_standouts_reads_only_label_only_items(encoder):
 
 def test_the_tagger_vocabulary_is_every_imagenet_name():
     from kira.models.cnn.tagger import ImageNetTagger
-    from kira.pipeline.answer_relevance import label_vocabulary
+    from kira.grounding.answer_relevance import label_vocabulary
 
     tagger = ImageNetTagger(encoder=None)  # type: ignore[arg-type]  # the vocabulary needs no forward pass
     assert len(tagger.vocabulary) == 1000 and "Egyptian cat" in tagger.vocabulary

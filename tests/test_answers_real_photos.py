@@ -121,15 +121,16 @@ def test_a_claim_with_s_sim_zero_or_only_a_field_name_is_not_grounded(kira):
 def test_a_claim_citing_only_evidence_off_the_question_is_not_grounded(kira):
     import dataclasses
 
-    from kira.pipeline.answer_relevance import on_topic
+    from kira.grounding.answer_relevance import on_topic
     from kira.pipeline.state import QueryState
+    from kira.reasoning.relevance import Relevance
 
     result = kira.ask("a cup of coffee", top_k=3, variant="dual_path")
     answer = kira.verifier.verify(result.answer, result.evidence)
     assert answer.claims and not any(c.hallucination_risk for c in answer.claims)
-    state = QueryState(question="a cup of coffee", pixels=None, top_k=3, levels=None, allow=None,
-                       trace={"relevance": {"score": 0.9, "items": [[n, 0.1] for n in result.evidence.numbers]}})
-    judged = on_topic(None, state, answer, result.evidence)
+    verdict = Relevance(relevant=True, score=0.9, items=tuple((n, 0.1) for n in result.evidence.numbers))
+    state = QueryState(question="a cup of coffee", pixels=None, top_k=3, levels=None, allow=None, relevance=verdict)
+    judged = on_topic(state, answer)
     assert all(c.hallucination_risk for c in judged.claims)
     assert dataclasses.replace(judged, reasoning=()).claims != answer.claims
 

@@ -13,7 +13,7 @@ from kira.backends import VectorIndex, search_options  # noqa: E402
 from kira.knowledge_base.milvus.index import MilvusIndex, filter_expression, hybrid_search, lexical_search  # noqa: E402
 from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig  # noqa: E402
 from kira.knowledge_base.milvus.writes import upsert_chunks  # noqa: E402
-from kira.pipeline.query import search  # noqa: E402
+from kira.retrieval.search import search  # noqa: E402
 from milvus_fixtures import records_for, release_lite, unit_rows  # noqa: E402
 
 N_DOCS, PER_DOC, DIM = 60, 5, 16

@@ -18,7 +18,7 @@ from kira import _core  # noqa: E402
 from kira.knowledge_base.milvus.index import MilvusIndex  # noqa: E402
 from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig  # noqa: E402
 from kira.knowledge_base.milvus.writes import delete_documents, upsert_chunks  # noqa: E402
-from kira.pipeline.query import search  # noqa: E402
+from kira.retrieval.search import search  # noqa: E402
 from milvus_fixtures import records_for, unit_rows  # noqa: E402
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from kira import _core
 from kira.backends import VectorIndex, search_options
-from kira.pipeline.query import search
+from kira.retrieval.search import search
 
 
 def _rows(n: int, dim: int, seed: int = 0) -> np.ndarray:

@@ -46,7 +46,7 @@ def test_retired_fields_of_older_knowledge_bases_are_ignored():
     ({"hops": {"max_hops": -5}}, ValueError, "hops.max_hops"),
     ({"chunking": {"region_connectivity": 5}}, ValueError, "chunking.region_connectivity"),
     ({"retrieval": {"visual_weight": 1.5}}, ValueError, "retrieval.visual_weight"),
-    ({"retrieval": {"fine_grained": 1}}, TypeError, "retrieval.fine_grained"),
+    ({"grounding": {"pieces_at_ingest": 1}}, TypeError, "grounding.pieces_at_ingest"),
     ({"retrieval": {"critic_candidates_per_result": 2.0}}, TypeError, "retrieval.critic_candidates_per_result"),
     ({"grounding": {"critic_threshold": float("nan")}}, ValueError, "grounding.critic_threshold"),
     ({"adaptation": {"epochs": True}}, TypeError, "adaptation.epochs"),

@@ -86,7 +86,7 @@ def test_cli_ingest_with_milvus_after_a_python_process_created_and_closed_it(tmp
 def test_milvus_ingest_stores_the_text_pieces_the_embedded_one_stores(tmp_path):
     """The local Milvus ingest (and the Ray actors, which write with the same prepare_batch) store each document's
     text pieces, equal to the embedded knowledge base's; the grounding stage reads them (issue 33 gaps)."""
-    from kira.pipeline.grounding_stages import stored_piece_vectors
+    from kira.grounding.pieces import stored_piece_vectors
 
     folder = tmp_path / "photos"
     for n in range(3):

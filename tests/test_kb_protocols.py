@@ -12,7 +12,7 @@ from kira.knowledge_base import KnowledgeBase
 from kira.knowledge_base.protocols import PROTOCOL_NAMES, KnowledgeBaseLike
 from kira.knowledge_base.storage import Storage, StoredRows
 
-PACKAGES = ("pipeline", "reasoning", "serve")
+PACKAGES = ("pipeline", "query_state", "retrieval", "multihop", "grounding", "reasoning", "serve")
 ROOT = Path(__file__).resolve().parents[1] / "python" / "kira"
 
 

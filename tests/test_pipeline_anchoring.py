@@ -11,9 +11,9 @@ from pipeline_fakes import FakeStack, flat
 from kira.config import KiraConfig, RetrievalConfig
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
-from kira.pipeline.anchoring import anchor_to_image, feedback_ranking, lead_with_named
+from kira.retrieval.anchoring import anchor_to_image, feedback_ranking, lead_with_named
 from kira.pipeline.question import NamedDocuments
-from kira.pipeline.query import Fused, Ranking
+from kira.query_state import Fused, Ranking, RetrievalPath
 
 COLOURS = {"red": (1, 0, 0), "green": (0, 1, 0), "blue": (0, 0, 1), "yellow": (1, 1, 0), "cyan": (0, 1, 1),
            "magenta": (1, 0, 1)}
@@ -106,7 +106,9 @@ def test_feedback_from_named_documents_weighs_more(kb):
     ids = np.array([docs["P001-s0"], docs["P003-s0"], docs["P003-s1"]], np.int64)
     plain = feedback_ranking(kb, Fused(ids, np.array([1.0, 0.9, 0.8], np.float32), {}, {}), cfg, None)
     named_paths = {docs["P003-s0"]: ["text", "identifier"], docs["P003-s1"]: ["identifier"]}
-    named = feedback_ranking(kb, Fused(ids, np.array([1.0, 0.9, 0.8], np.float32), named_paths, {}), cfg, None)
+    leaders = {RetrievalPath.IDENTIFIER: np.sort(ids[1:])}
+    named = feedback_ranking(kb, Fused(ids, np.array([1.0, 0.9, 0.8], np.float32), named_paths, {}, leaders), cfg,
+                             None)
     assert plain.weight == pytest.approx(cfg.visual_weight * cfg.feedback_weight_scale)
     assert named.weight == pytest.approx(plain.weight * cfg.named_feedback_weight_scale)
     assert cfg.named_feedback_weight_scale > 1.0
@@ -176,7 +178,7 @@ def test_a_shared_date_does_not_make_another_tile_the_subject(tmp_path):
 
 def test_config_defaults_are_the_documented_ones():
     cfg = KiraConfig().retrieval
-    assert (cfg.anchor_documents, cfg.anchor_by_specificity, cfg.feedback_documents) == (10, True, 5)
+    assert (cfg.anchor_documents, cfg.feedback_documents) == (10, 5)
     assert cfg.lexical_weight_scale == 1.0 and cfg.feedback_weight_scale == 2.0
 
 
@@ -194,7 +196,8 @@ def test_feedback_seeds_from_strong_bm25_matches_not_the_flat_fused_list(kb):
 
 
 def test_text_rankings_keep_at_most_two_chunks_per_document(kb):
-    from kira.pipeline.query import encode_query, text_rankings
+    from kira.retrieval.encode import encode_query
+    from kira.retrieval.search import text_rankings
 
     q = encode_query(kb, kb.models, "red scan of patient", None)
     (ranking,) = text_rankings(kb, q, [], kb.config.retrieval, None)
@@ -215,7 +218,8 @@ def test_document_groups_label_every_chunk_with_its_document_chunk(kb):
 
 
 def test_bridge_mapped_question_ranks_at_the_bridge_scale(kb):
-    from kira.pipeline.query import QueryVectors, visual_rankings
+    from kira.query_state import QueryVectors
+    from kira.retrieval.search import visual_rankings
 
     v = np.zeros(kb.index("visual").dim, np.float32)
     v[0] = 1.0

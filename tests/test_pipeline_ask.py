@@ -77,8 +77,8 @@ def test_compound_groups_pull_in_the_rest_of_the_sequence(kb):
 
 
 def test_compound_expansion_adds_group_members_with_decayed_scores(kb):
-    from kira.pipeline.hops import expand_groups
-    from kira.pipeline.query import Fused
+    from kira.multihop.compound import expand_groups
+    from kira.query_state import Fused
 
     doc_chunks = kb.store.document_chunk_ids(["green_front", "green_side", "red_t0", "red_t1"])
     fused = Fused(np.array([doc_chunks["green_front"], doc_chunks["red_t0"]], np.int64), np.array([1.0, 0.5], np.float32),
@@ -106,7 +106,7 @@ def test_compound_of_joins_groups_that_share_a_document(tmp_path):
     try:
         assert base.compound_of() == {"p1-pa-t0": "p1-lat-t0", "p1-pa-t1": "p1-lat-t0", "p1-lat-t0": "p1-lat-t0",
                                       "p2-a": "p2-a", "p2-b": "p2-a"}
-        from kira.pipeline.evidence import build_items
+        from kira.grounding.evidence import build_items
 
         chunk = base.store.document_chunk_ids(["p1-pa-t1", "alone"])
         items = build_items(base, [chunk["p1-pa-t1"], chunk["alone"]], [1.0, 0.5], {}, {}, thumbnails=False)

@@ -9,8 +9,8 @@ from pipeline_fakes import FakeStack, photo
 
 from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira, VectorError
-from kira.pipeline.grounding_stages import diverse
-from kira.pipeline.query import Fused
+from kira.grounding.evidence import diverse
+from kira.query_state import Fused
 
 NAMES = ("astronaut", "cat", "coffee", "rocket")
 

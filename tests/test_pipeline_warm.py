@@ -112,3 +112,27 @@ def test_warm_on_an_empty_and_on_a_closed_knowledge_base(tmp_path):
     kb.close()
     with pytest.raises(ValueError, match="closed"):
         kb.warm()
+
+
+class _LabelledStack(FakeStack):
+    """A FakeStack whose captioner names a label vocabulary, as the default stack's classifier does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.captioner.vocabulary = ("tabby cat", "fire engine", "espresso", "obelisk")
+
+
+def test_warm_encodes_the_relevance_probes_and_label_vocabulary_so_the_first_ask_does_not(tmp_path):
+    stack = _LabelledStack()
+    with KnowledgeBase.create(tmp_path / "kb", models=stack) as kb:
+        _fill(kb)
+        kira = Kira(kb)
+        assert "relevance" in kira.warm()
+        encoded: list[str] = []
+        encode = stack.text.encode
+        stack.text.encode = lambda texts: encoded.extend(texts) or encode(texts)
+        kira.ask("show me the blue sky")
+        assert encoded and not set(encoded) & set(stack.captioner.vocabulary)  # the question, not the vocabulary
+        from kira.reasoning.relevance import PROBES
+
+        assert not set(encoded) & set(PROBES)

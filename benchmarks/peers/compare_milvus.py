@@ -4,7 +4,7 @@ Runs in one process on the same seeded data and prints markdown tables:
 
 - query latency (one query per call, k = 10): p50 / p99 of kira FlatIndex and HNSWIndex
   against a Milvus Lite collection (FLAT and HNSW, same M / ef_construction / ef), each
-  through `kira.pipeline.query.search`, with the Milvus / core ratio and recall@10
+  through `kira.retrieval.search.search`, with the Milvus / core ratio and recall@10
   against the exact core FlatIndex;
 - ingest images/s over the same real images (scikit-image + scikit-learn digits):
   `KnowledgeBase.ingest` into an embedded and a Milvus Lite knowledge base, and
@@ -37,7 +37,7 @@ from kira.knowledge_base.milvus.index import MilvusIndex
 from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
 from kira.knowledge_base.milvus.writes import ChunkRecord, upsert_chunks
 from kira.eval.synthetic import clustered_vectors
-from kira.pipeline.query import search
+from kira.retrieval.search import search
 
 K = 10
 M, EF_CONSTRUCTION, EF = 16, 200, 64
@@ -187,7 +187,7 @@ def ask_table(n_images: int, workdir: Path, repeats: int) -> None:
     import inspect
     import statistics
 
-    import kira.pipeline.hops
+    import kira.multihop.hops
     from kira.knowledge_base import KnowledgeBase
     from kira.models import load_default
     from kira.pipeline import VARIANTS, Kira
@@ -195,7 +195,7 @@ def ask_table(n_images: int, workdir: Path, repeats: int) -> None:
     folder = workdir / "ask-images"
     write_images(folder, n_images)
     stack = load_default(prefer_cuda=False, threads=1)
-    hops_anywhere = "kira.backends.hops" in inspect.getsource(kira.pipeline.hops)
+    hops_anywhere = "kira.backends.hops" in inspect.getsource(kira.multihop.hops)
     variants = [v for v in VARIANTS if hops_anywhere or VARIANTS.index(v) < VARIANTS.index("multi_hop")]
     kbs, ingest_s = {}, {}
     for backend in ("embedded", "milvus"):
@@ -225,7 +225,7 @@ def ask_table(n_images: int, workdir: Path, repeats: int) -> None:
     print(f"`KnowledgeBase.ingest`: embedded {n_images / ingest_s['embedded']:.2f} images/s, Milvus Lite "
           f"{n_images / ingest_s['milvus']:.2f} images/s (creation and model loading included).\n")
     if not hops_anywhere:
-        print("Variants that hop are left out: kira.pipeline.hops does not dispatch to kira.backends.hops yet.\n")
+        print("Variants that hop are left out: kira.multihop.hops does not dispatch to kira.backends.hops yet.\n")
     print(f"| variant | embedded p50 ms | Milvus Lite p50 ms | Milvus / embedded | same answers (of {len(QUESTIONS)}) |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for variant, e, m, same in rows:

@@ -253,8 +253,9 @@ def text_search_recall(kb, kira, questions: list[str]) -> dict[str, float]:
     questions and their expansions, as ask sends them) against an exact FlatIndex under the
     same cap, and the same for in-distribution queries (stored vectors plus small noise)."""
     from kira import _core
-    from kira.pipeline.concepts import ConceptBank
-    from kira.pipeline.query import encode_query, expand_query
+    from kira.retrieval.concepts import ConceptBank
+    from kira.retrieval.encode import encode_query
+    from kira.retrieval.expansion import expand_query
 
     cfg = kira.config.retrieval
     hnsw = kb.index("text")

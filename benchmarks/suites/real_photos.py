@@ -117,7 +117,7 @@ def retrieval(kb, variants: list[str]) -> dict[str, tuple[float, float, float]]:
 def critic(kb) -> tuple[float, float, int]:
     """Precision and recall of the critic's "kept" against "the photo the question is about"."""
     from kira.pipeline import Kira
-    from kira.pipeline.grounding_stages import Critic, SelectEvidence
+    from kira.grounding.stages import Critic, SelectEvidence
     from kira.pipeline.variants import variant_stages
 
     tp = fp = fn = pairs = 0

@@ -121,10 +121,9 @@ class RetrievalConfig(_Checked):
     candidates: int = _f(50, 1)  # results fetched per path before fusion
     expansion_hypotheses: int = _f(3, 0)  # chain-of-thought hypotheses from the captioner
     expansion_concepts: int = _f(3, 0)  # top concepts from the domain concept bank
-    fine_grained: bool = True  # ReAG: crop the question's subject and re-query
     # kira's own fusion weights for the secondary rankings (not in the papers):
     expansion_weight_scale: float = _f(0.5, 0)  # an expansion ranks at text_weight * 0.5 * cos(expansion, question)
-    caption_query_weight_scale: float = _f(0.0, 0)  # image-only asks: path B searches with the captioner's description of the image at text_weight x this. 0 by default: a description kira's own captioner writes restates the image through a lossier channel and only lowered image-only precision on real images (sklearn digits p@5 0.563 -> 0.550 at 0.5); a stack with a learned captioner (BLIP-2) may set it
+    caption_query_weight_scale: float = _f(0.0, 0)  # image-only asks described by the captioner (kira.retrieval.stages.EncodeQuery(describe_image=True); off in the six variants): path B searches with that description at text_weight x this. 0 by default: a description kira's own captioner writes restates the image through a lossier channel and only lowered image-only precision on real images (sklearn digits p@5 0.563 -> 0.550 at 0.5); a stack with a learned captioner (BLIP-2) may set it
     hop_weight_scale: float = _f(0.5, 0)  # hops after the first rank at visual_weight * 0.5
     fine_weight_scale: float = _f(0.5, 0)  # the query crop's ranking (ReAG fine-grained) ranks at visual_weight * 0.5
     rerank_candidates_per_result: int = _f(4, 1)  # the cross-encoder re-scores the top 4 * top_k fused
@@ -132,7 +131,6 @@ class RetrievalConfig(_Checked):
     bridge_weight_scale: float = _f(0.5, 0)  # the question mapped by the fitted text->image bridge ranks at visual_weight * 0.5
     lexical_weight_scale: float = _f(1.0, 0)  # path B's BM25 ranking of the question ranks at text_weight * 1.0
     anchor_documents: int = _f(10, 0)  # with a query image, question rankings re-rank inside its 10 nearest documents
-    anchor_by_specificity: bool = True  # ... at their weight x the question's max-idf specificity
     clear_match_margin: float = _f(0.5, 0, 1)  # with a query image, its nearest document leads the fused list when its cosine beats the runner-up's by >= 0.5 x the spread of the image's anchor_documents nearest (a copy, crop or mirror of it); 0 disables
     feedback_documents: int = _f(5, 0)  # pseudo-relevance feedback: the top 5 fused documents' mean re-queries path A
     feedback_min_score: float = _f(0.5, 0, 1)  # ... drawn from the BM25 matches scoring >= 0.5 x the best
@@ -251,6 +249,8 @@ class KiraConfig(_Checked):
 
 RETIRED_FIELDS: dict[tuple[str, str], str] = {
     ("retrieval", "text_overfetch"): "path B's search caps chunks per document itself (kira._core.GroupMap)",
+    ("retrieval", "fine_grained"): "the variant decides: fine-grained retrieval runs where its stage (FineGrained) is listed",
+    ("retrieval", "anchor_by_specificity"): "the stage decides: kira.retrieval.stages.TextSearch(anchor_by_specificity=...)",
     ("chunking", "dino_patch_size"): "never read: each image encoder carries its own patch geometry",
     ("grounding", "max_evidence"): "never read: the evidence pack is what the critic keeps (grounding.critic_*)",
     ("adaptation", "projection_in"): "never read: the projection head takes the knowledge base's vector width",

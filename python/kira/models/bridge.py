@@ -16,7 +16,7 @@ sample of `SKILL_CANDIDATES` with the held-out ones), as mean reciprocal rank re
 that chance is 0 and always first is 1: skill = max(0, (MRR - MRR_chance) / (1 - MRR_chance)),
 MRR_chance = H_m / m for m candidates. A map fitted on five unrelated pairs ranks held-out
 images no better than chance (skill ~0); the pipeline weighs the question's bridged visual
-path by it (kira.pipeline.query.visual_rankings), so such a bridge cannot outvote the text path.
+path by it (kira.retrieval.search.visual_search), so such a bridge cannot outvote the text path.
 
 `fit` replaces any previous fit (call it again when the knowledge base grows);
 `save`/`load` use .npz with allow_pickle=False, written atomically.

@@ -10,55 +10,29 @@ What the pipeline knows of the user's domain is the knowledge base's `DomainProf
 from __future__ import annotations
 
 import logging
+import os
 import time
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import numpy as np
+import numpy.typing as npt
 
 from kira.config import KiraConfig
-from kira.images import ImageLike, load_image
-from kira.pipeline.fine import FINE_LEVELS
+from kira.images import ImageLike
+from kira.knowledge_base.protocols import KnowledgeBaseLike
+from kira.models.stack import ModelStack
 from kira.pipeline.question import NamedDocuments
+from kira.pipeline.request import check_count, check_request, retrieval_part, run_stages
+from kira.pipeline.result import Result, Setup, build_result, empty_answer
 from kira.pipeline.retrieve import Retrieval
-from kira.pipeline.state import QueryState, Stage, StageContext
-from kira.pipeline.variants import VARIANTS, variant_stages
+from kira.pipeline.variants import variant_stages
 from kira.profile import DomainProfile, as_profile
-from kira.reasoning.types import Answer, EvidencePack
+from kira.query_state import QuestionAnalysis, Stage, StageContext
+from kira.reasoning.critic import SimilarityCritic
+from kira.reasoning.protocols import EvidenceCritic, Generator
+from kira.reasoning.verifier import GroundingVerifier
+from kira.retrieval.fine import FINE_LEVELS
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Result:
-    """What `Kira.ask` returns.
-
-    answer: the verified `Answer` (text with [Evidence N] citations, claims, reasoning; similar
-        cases, when the question names a subject, in ``answer.similar``).
-    evidence: the `EvidencePack` the generator saw (``dropped``: what the critic removed;
-        ``similar``: other subjects' evidence).
-    card: the `kira.explain.RationaleCard` (``to_text()``, ``to_json()``, ``to_html()``).
-    timings: stage -> milliseconds. trace: what each stage did (rankings, hops, notes).
-    """
-
-    question: str | None
-    answer: Answer
-    evidence: EvidencePack
-    card: Any
-    timings: dict[str, float] = field(default_factory=dict)
-    trace: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        return self.answer.text
-
-
-def _thumb(image: np.ndarray, side: int = 160) -> np.ndarray:
-    from PIL import Image
-
-    im = Image.fromarray(image)
-    im.thumbnail((side, side))
-    return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
 
 class Kira:
@@ -80,16 +54,16 @@ class Kira:
 
     def __init__(
         self,
-        kb: Any,
+        kb: KnowledgeBaseLike,
         *,
-        models: Any = None,
-        generator: Any = None,
+        models: ModelStack | None = None,
+        generator: Generator | None = None,
         config: KiraConfig | None = None,
-        profile: Any = None,
-        critic: Any = None,
+        profile: DomainProfile | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        critic: EvidenceCritic | None = None,
         max_per_document: int = 2,
         stages: Sequence[Stage] | None = None,
-        analysis: Any = None,
+        analysis: QuestionAnalysis | None = None,
     ) -> None:
         if max_per_document < 1:
             raise ValueError(f"max_per_document must be >= 1; got {max_per_document}")
@@ -102,39 +76,40 @@ class Kira:
             from kira.reasoning import TemplateGenerator
 
             generator = TemplateGenerator(profile=self.profile)
-        self.generator = generator
-        self.config = config or kb.config
+        self.generator: Generator = generator
+        self.config: KiraConfig = config or kb.config
         self._critic = critic
-        self._verifier: Any = None
+        self._verifier: GroundingVerifier | None = None
         self.max_per_document = max_per_document
         self.stages = list(stages) if stages is not None else None
         if self.stages is not None:
             bad = [s for s in self.stages if not isinstance(s, Stage)]
             if bad:
                 raise TypeError(f"stages must have a name and run(state, ctx); got {bad!r}")
-        self.analysis = analysis or NamedDocuments()
+        self.analysis: QuestionAnalysis = analysis or NamedDocuments()
 
     @property
-    def models(self) -> Any:
+    def models(self) -> ModelStack:
+        """The model stack queries are encoded with (the knowledge base's unless one was given)."""
         return self._models if self._models is not None else self.kb.models
 
     @property
-    def critic(self) -> Any:
+    def critic(self) -> EvidenceCritic:
+        """The Critic stage's critic: the one given, else the stack's own, else a `SimilarityCritic`."""
         if self._critic is None:
+            from kira.grounding.stack_critic import StackCritic
+
             stack_critic = getattr(self.models, "critic", None)
             if stack_critic is not None:
-                self._critic = _StackCritic(stack_critic, self.config.grounding.critic_threshold)
+                self._critic = StackCritic(stack_critic, self.config.grounding.critic_threshold)
             else:
-                from kira.reasoning import SimilarityCritic
-
                 self._critic = SimilarityCritic(self.models.text, self.config.grounding)
         return self._critic
 
     @property
-    def verifier(self) -> Any:
+    def verifier(self) -> GroundingVerifier:
+        """The Verify stage's grounding verifier, over the stack's text encoder."""
         if self._verifier is None:
-            from kira.reasoning import GroundingVerifier
-
             self._verifier = GroundingVerifier(self.models.text, self.config.grounding)
         return self._verifier
 
@@ -151,12 +126,21 @@ class Kira:
             "document_level": lambda: self.kb.level_ids(["document"]),  # how many documents feedback may average
             "identifiers": lambda: self.kb.identifier_postings(""),  # the names a question may use (per commit)
             "concepts": lambda: self.models.text.encode(list(self.profile.concepts)) if self.profile.concepts else None,
+            "relevance": self._warm_relevance,  # probe phrases and the classifier's label names, encoded once
         }
         for name, build in steps.items():
             start = time.perf_counter()
             build()
             seconds[name] = time.perf_counter() - start
         return seconds
+
+    def _warm_relevance(self) -> None:
+        from kira.grounding.answer_relevance import label_vocabulary, relevance_judge
+
+        encoder = getattr(self.models, "text", None)
+        if encoder is not None and callable(getattr(encoder, "encode", None)):
+            words = tuple(getattr(self.profile, "appearance_words", ()) or ())
+            relevance_judge(encoder, words, label_vocabulary(self.models)).warm()
 
     def stage_list(self, variant: str = "full") -> list[Stage]:
         """The stages `ask` runs for `variant` (the custom list when one was given)."""
@@ -191,48 +175,28 @@ class Kira:
         an unknown variant or level, top_k not an
         integer >= 1, or an unusable image.
         """
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
-        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-            raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
-        from kira.knowledge_base.inputs import question_arg
-
-        question = question_arg(question)  # undecodable bytes become U+FFFD; over MAX_QUESTION_CHARS: ValueError
-        pixels = load_image(image) if image is not None else None
-        if not question and pixels is None:
-            raise ValueError("ask needs a question, an image, or both")
+        request = check_request(question, image, top_k=top_k, variant=variant, levels=levels,
+                                missing="ask needs a question, an image, or both")
         kb = self.kb
         kb.refresh()
-        allow = None
-        if levels is not None:
-            levels = self._check_levels(levels)
-            allow = kb.level_ids(levels)
-        state = QueryState(question=question, pixels=pixels, top_k=int(top_k),
-                           levels=tuple(levels) if levels is not None else None, allow=allow,
-                           trace={"variant": variant, "notes": []})
-        timings: dict[str, float] = {}
-        empty = kb.index("visual") is None and kb.index("text") is None
-        ctx = StageContext(kb=kb, models=None if empty else self.models, config=self.config, profile=self.profile,
-                           generator=self.generator, critic=None if empty else self.critic,
-                           verifier=None if empty else self.verifier, analysis=self.analysis,
-                           max_per_document=self.max_per_document, thumbnails=bool(thumbnails))
+        allow = kb.level_ids(request.levels) if request.levels is not None else None
+        state = request.state(allow, {"variant": variant, "notes": []})
         stages = self.stage_list(variant)
-        if empty:
-            state = _empty_answer(state)
+        timings: dict[str, float] = {}
+        if self._empty():
+            state = empty_answer(state)
         else:
-            for stage in stages:
-                start = time.perf_counter()
-                state = stage.run(state, ctx)
-                timings[stage.name] = timings.get(stage.name, 0.0) + (time.perf_counter() - start) * 1000.0
+            state, timings = run_stages(state, self._context(grounding=True, thumbnails=bool(thumbnails)), stages)
         timings["total"] = sum(timings.values())
-        return self._result(state, variant, timings, stages)
+        setup = Setup(variant, stages, self.config, self.profile, self.generator, self.models, self.kb.adapter)
+        return build_result(state, setup, timings)
 
     def retrieve(
         self,
         question: str | None = None,
         *,
         image: ImageLike | None = None,
-        vector: Any = None,
+        vector: npt.ArrayLike | None = None,
         space: str = "visual",
         top_k: int = 10,
         variant: str = "full",
@@ -264,142 +228,48 @@ class Kira:
         not an integer >= 1, an unusable image, or a vector and what it replaces together; `VectorError` (a
         ValueError) for a vector of the wrong dimension, with NaN or inf, or all zeros.
         """
-        from kira.knowledge_base.inputs import question_arg
-        from kira.pipeline.retrieve import (
-            allowed_ids,
-            check_vector,
-            retrieval_stages,
-            retrieve,
-        )
+        from kira.pipeline.retrieve import allowed_ids, check_vector, retrieve
 
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
-        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
-            raise ValueError(f"top_k must be an integer >= 1; got {top_k!r}")
-        if per_document is not None and (isinstance(per_document, bool) or
-                                         not isinstance(per_document, (int, np.integer)) or per_document < 1):
-            raise ValueError(f"per_document must be an integer >= 1 (or None for no limit); got {per_document!r}")
+        if per_document is not None:
+            per_document = check_count("per_document", per_document, also=" (or None for no limit)")
         if isinstance(tags, str) or isinstance(doc_ids, str):
             raise TypeError("tags and doc_ids are lists of strings, not one string; wrap it: tags=[tag]")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError(f"metadata must be a mapping of key -> required value; got {type(metadata).__name__}")
-        question = question_arg(question)
-        pixels = load_image(image) if image is not None else None
-        if not question and pixels is None and vector is None:
-            raise ValueError("retrieve needs a question, an image or a vector")
-        if vector is not None and ((space == "visual" and pixels is not None) or (space == "text" and question)):
+        request = check_request(question, image, top_k=top_k, variant=variant, levels=levels,
+                                missing="retrieve needs a question, an image or a vector", has_vector=vector is not None)
+        if vector is not None and ((space == "visual" and request.pixels is not None) or
+                                   (space == "text" and request.question)):
             what = "image" if space == "visual" else "question"
             raise ValueError(f"a {space} vector takes the place of the {what}'s; pass one of them, not both")
-        if levels is not None:
-            levels = list(self._check_levels(levels))
         kb = self.kb
         kb.refresh()
-        if kb.index("visual") is None and kb.index("text") is None:
+        if self._empty():
             return Retrieval(())  # an empty knowledge base
         unit = check_vector(kb, vector, space) if vector is not None else None
-        allow = allowed_ids(kb, levels, metadata, tags, doc_ids)
-        ctx = StageContext(kb=kb, models=self.models, config=self.config, profile=self.profile,
-                           generator=self.generator, critic=None, verifier=None, analysis=self.analysis,
-                           max_per_document=self.max_per_document)
-        stages = retrieval_stages(self.stage_list(variant))
-        return retrieve(ctx, stages, question=question, pixels=pixels, vector=unit, space=space, top_k=int(top_k),
-                        levels=levels, allow=allow, per_document=None if per_document is None else int(per_document))
+        allow = allowed_ids(kb, request.levels, metadata, tags, doc_ids)
+        stages = retrieval_part(self.stage_list(variant))
+        return retrieve(self._context(grounding=False), stages, request, vector=unit, space=space, allow=allow,
+                        per_document=per_document)
 
-    @staticmethod
-    def _check_levels(levels: Sequence[str] | str) -> tuple[str, ...]:
-        """`levels` as a tuple of known level names ("region" alone is one level); ValueError naming the
-        unknown ones."""
-        from kira.knowledge_base.chunker import levels_arg
-        from kira.reasoning.types import LEVELS
+    def _empty(self) -> bool:
+        """Whether the knowledge base holds nothing to search yet (no index of either space)."""
+        return self.kb.index("visual") is None and self.kb.index("text") is None
 
-        return levels_arg(levels, LEVELS)
-
-    def _result(self, state: QueryState, variant: str, timings: dict[str, float], stages: list[Stage]) -> Result:
-        from kira.explain.card import RationaleCard
-
-        pack = state.pack if state.pack is not None else EvidencePack.from_items(state.question, state.kept)
-        answer = state.answer if state.answer is not None else self.generator.generate(state.question, pack)
-        trace = dict(state.trace)
-        trace["stages"] = [s.name for s in stages]
-        trace["rankings"] = [
-            {"path": r.path, "query": r.query, "weight": round(r.weight, 4), "n": int(len(r.ids)),
-             "top": r.ids[:5].tolist()} for r in state.rankings
-        ]
-        trace["hops"] = list(state.hops)
-        trace["stop_reason"] = state.stop_reason
-        trace.setdefault("expansions", [])
-        card = RationaleCard(
-            question=state.question or None,
-            answer=answer,
-            pack=pack,
-            variant=variant,
-            query_image=_thumb(state.pixels) if state.pixels is not None else None,
-            expansions=[text for text, _, _ in state.expansions],
-            hops=list(state.hops),
-            stop_reason=state.stop_reason,
-            critic=dict(state.critic) if state.critic is not None else None,
-            timings={k: round(v, 3) for k, v in timings.items()},
-            config=self._config_summary(variant, state.top_k, state.levels, stages),
-        )
-        return Result(state.question or None, answer, pack, card, timings, trace)
-
-    def _config_summary(self, variant: str, top_k: int, levels: Sequence[str] | None,
-                        stages: list[Stage]) -> dict[str, Any]:
-        cfg = self.config
-        stack = self.models
-        describe = getattr(self.generator, "describe", None)
-        return {
-            "variant": variant,
-            "stages": [s.name for s in stages],
-            "profile": self.profile.name or ("(empty)" if self.profile.empty else "(unnamed)"),
-            "top_k": top_k,
-            "levels": list(levels) if levels is not None else "all",
-            "alpha": cfg.retrieval.visual_weight,
-            "rrf_k": cfg.retrieval.rrf_k,
-            "beta": cfg.hops.beta,
-            "max_hops": cfg.hops.max_hops,
-            "hop_confidence": cfg.hops.confidence,
-            "critic_threshold": cfg.grounding.critic_threshold,
-            "hallucination_threshold": cfg.grounding.hallucination_threshold,
-            "generator": describe() if callable(describe) else type(self.generator).__name__,
-            "image_encoder": _identity(stack, "image"),
-            "text_encoder": _identity(stack, "text"),
-            "adapter": type(self.kb.adapter).__name__ if self.kb.adapter is not None else None,
-        }
+    def _context(self, *, grounding: bool, thumbnails: bool = True) -> StageContext:
+        """What the stages read; with `grounding`, the critic and verifier too (built on first use)."""
+        models = self.models
+        critic = self.critic if grounding else None
+        verifier = self.verifier if grounding else None
+        return StageContext(kb=self.kb, models=models, config=self.config, profile=self.profile,
+                            generator=self.generator, analysis=self.analysis, critic=critic, verifier=verifier,
+                            critic_shares_query_encoder=_encodes_with(critic, models),
+                            verifier_shares_query_encoder=_encodes_with(verifier, models),
+                            max_per_document=self.max_per_document, thumbnails=thumbnails)
 
 
-def _identity(stack: Any, part: str) -> str | None:
-    """Which model a stack runs for `part`: its identity (name/dimension) where it has one, else the class name."""
-    if stack is None or getattr(stack, part, None) is None:
-        return None
-    if hasattr(stack, "identity"):
-        return stack.identity().get(part)
-    return type(getattr(stack, part)).__name__
-
-
-def _empty_answer(state: QueryState) -> QueryState:
-    """The answer for a knowledge base that holds nothing yet: it says so, and how to fill it."""
-    text = ("The knowledge base is empty: add images with `kira ingest KB FOLDER` or "
-            "KnowledgeBase.add_image, then ask again.")
-    answer = Answer(text=text, reasoning=("The knowledge base holds no documents, so nothing was searched.",),
-                    generator="none")
-    return state.evolve(pack=EvidencePack.from_items(state.question, ()), answer=answer)
-
-
-class _StackCritic:
-    """Adapts a model-layer `Critic` (relevance(question, texts)) to kira.reasoning's EvidenceCritic."""
-
-    def __init__(self, critic: Any, threshold: float) -> None:
-        self.inner = critic
-        self.threshold = threshold
-
-    def probabilities(self, question: str, items: Sequence[Any]) -> list[float]:
-        if not items:
-            return []
-        return [float(p) for p in self.inner.relevance(question, [i.summary for i in items])]
-
-    def filter(self, question: str, items: Sequence[Any], threshold: float | None = None):
-        from kira.reasoning.critic import filter_by_probability
-
-        return filter_by_probability(items, self.probabilities(question, items),
-                                     self.threshold if threshold is None else threshold)
+def _encodes_with(part: object, models: ModelStack) -> bool:
+    """Whether a critic's or verifier's text encoder is the stack's own: then the query encoding's question
+    vector and the knowledge base's stored piece vectors are in its space. Decided here, where they are
+    built, so that no stage compares encoders."""
+    return part is not None and getattr(part, "encoder", None) is getattr(models, "text", False)

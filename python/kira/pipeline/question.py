@@ -15,32 +15,23 @@ the subject stage answers about them alone. `QuestionAnalysis` finds those once 
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
-
 import numpy as np
 
-from kira.pipeline.state import QuestionFacts
-
-
-@runtime_checkable
-class QuestionAnalysis(Protocol):
-    """question + knowledge base -> `QuestionFacts`."""
-
-    def analyze(self, question: str, kb: Any, allow: np.ndarray | None) -> QuestionFacts:
-        ...
+from kira.knowledge_base.protocols import KnowledgeBaseLike
+from kira.query_state import QuestionAnalysis, QuestionFacts
 
 
 class NoAnalysis:
     """Finds nothing: no document is named."""
 
-    def analyze(self, question: str, kb: Any, allow: np.ndarray | None) -> QuestionFacts:
+    def analyze(self, question: str, kb: KnowledgeBaseLike, allow: np.ndarray | None) -> QuestionFacts:
         return QuestionFacts()
 
 
 class NamedDocuments:
     """The documents a question names by identifier (module docstring)."""
 
-    def analyze(self, question: str, kb: Any, allow: np.ndarray | None) -> QuestionFacts:
+    def analyze(self, question: str, kb: KnowledgeBaseLike, allow: np.ndarray | None) -> QuestionFacts:
         if not question:
             return QuestionFacts()
         postings = dict(kb.identifier_postings(question, allow=allow))
@@ -49,7 +40,7 @@ class NamedDocuments:
         return QuestionFacts(named_chunks=_named_subjects(kb, postings), named_terms=tuple(sorted(postings)))
 
 
-def _named_subjects(kb: Any, postings: dict[str, np.ndarray]) -> np.ndarray:
+def _named_subjects(kb: KnowledgeBaseLike, postings: dict[str, np.ndarray]) -> np.ndarray:
     """The matched chunk ids whose subject's named identifiers no other subject's strictly include."""
     chunks = np.unique(np.concatenate(list(postings.values())))
     doc_of = dict(zip(chunks.tolist(), kb.document_chunk_of(chunks).tolist()))
@@ -63,3 +54,6 @@ def _named_subjects(kb: Any, postings: dict[str, np.ndarray]) -> np.ndarray:
     named = {d for d, terms in subject.items() if not any(terms < other for other in distinct)}
     keep = [cid for cid in chunks.tolist() if (doc_of[cid] if doc_of[cid] >= 0 else cid) in named]
     return np.asarray(keep, dtype=np.int64)
+
+
+__all__ = ["NamedDocuments", "NoAnalysis", "QuestionAnalysis"]

@@ -15,13 +15,17 @@ question's sentence vector, and the stages treat it as they would treat those.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from kira.pipeline.retrieval_stages import EncodeQuery, ExpandQuery
-from kira.pipeline.state import QueryState, Stage, StageContext
+from kira.knowledge_base.protocols import KnowledgeBaseLike
+from kira.pipeline.request import Request, retrieval_part, run_stages
+from kira.query_state import QueryState, Stage, StageContext
+from kira.retrieval.stages import EncodeQuery, ExpandQuery
 
 
 class VectorError(ValueError):
@@ -70,14 +74,16 @@ class _GivenVector:
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         state = self.inner.run(state, ctx)
+        if state.query is None:
+            raise ValueError(f"{self.inner!r} left no query encoding to put the given vector in")
         if self.space == "visual":
-            given = {"image_vector": self.vector}
+            query = dataclasses.replace(state.query, image_vector=self.vector)
         else:  # the question's vector, weighed as a question's (not as a description of the query image)
-            given = {"text_vector": self.vector, "text_from_caption": False}
-        return state.evolve(query=dataclasses.replace(state.query, **given))
+            query = dataclasses.replace(state.query, text_vector=self.vector, text_from_caption=False)
+        return state.evolve(query=query)
 
 
-def check_vector(kb: Any, vector: Any, space: str) -> np.ndarray:
+def check_vector(kb: KnowledgeBaseLike, vector: npt.ArrayLike, space: str) -> np.ndarray:
     """`vector` as a unit float32 query for the `space` index; VectorError saying what to send otherwise."""
     if space not in ("visual", "text"):
         raise VectorError(f"space must be 'visual' or 'text'; got {space!r}")
@@ -96,7 +102,7 @@ def check_vector(kb: Any, vector: Any, space: str) -> np.ndarray:
     return v / norm
 
 
-def allowed_ids(kb: Any, levels: Sequence[str] | None, metadata: Mapping[str, Any] | None,
+def allowed_ids(kb: KnowledgeBaseLike, levels: Sequence[str] | None, metadata: Mapping[str, Any] | None,
                 tags: Sequence[str], doc_ids: Sequence[str] | None) -> np.ndarray | None:
     """Sorted int64 ids of the chunks a search may return (None: all): at `levels`, of documents whose
     metadata holds every `metadata` item, that carry every tag in `tags`, and are among `doc_ids`.
@@ -115,7 +121,7 @@ def allowed_ids(kb: Any, levels: Sequence[str] | None, metadata: Mapping[str, An
     return ids if allow is None else np.intersect1d(ids, allow)
 
 
-def chunk_ids_of(kb: Any, doc_ids: Sequence[str]) -> np.ndarray:
+def chunk_ids_of(kb: KnowledgeBaseLike, doc_ids: Sequence[str]) -> np.ndarray:
     """Every indexed chunk id of these documents, sorted."""
     if not doc_ids:
         return np.zeros(0, np.int64)
@@ -127,17 +133,10 @@ def chunk_ids_of(kb: Any, doc_ids: Sequence[str]) -> np.ndarray:
     return every[np.isin(kb.document_chunk_of(every), doc_chunks)]
 
 
-def retrieval_stages(stages: Sequence[Stage]) -> list[Stage]:
-    """The stages of a list before it selects evidence (what retrieval alone runs)."""
-    out: list[Stage] = []
-    for stage in stages:
-        if stage.name == "evidence":
-            break
-        out.append(stage)
-    return out
+retrieval_stages = retrieval_part  # the name kira.pipeline.retrieve has always exported
 
 
-def per_document_head(kb: Any, ids: np.ndarray, top_k: int, per_document: int | None) -> np.ndarray:
+def per_document_head(kb: KnowledgeBaseLike, ids: np.ndarray, top_k: int, per_document: int | None) -> np.ndarray:
     """The first `top_k` of the fused `ids`, at most `per_document` of any one document (None: no limit)."""
     if per_document is None:
         return ids[:top_k]
@@ -154,32 +153,25 @@ def per_document_head(kb: Any, ids: np.ndarray, top_k: int, per_document: int | 
     return ids[np.asarray(keep, dtype=np.int64)]
 
 
-def retrieve(ctx: StageContext, stages: Sequence[Stage], *, question: str, pixels: np.ndarray | None,
-             vector: np.ndarray | None, space: str, top_k: int, levels: Sequence[str] | None,
+def retrieve(ctx: StageContext, stages: Sequence[Stage], request: Request, *, vector: np.ndarray | None, space: str,
              allow: np.ndarray | None, per_document: int | None = None) -> Retrieval:
-    """Run the retrieval `stages` (see `retrieval_stages`) and return the first `top_k` fused chunks,
-    at most `per_document` of one document (None: any number).
+    """Run the retrieval `stages` (`retrieval_part` of a list) over `request` and return the first `top_k` fused
+    chunks, at most `per_document` of one document (None: any number).
 
     `vector` must already be checked (`check_vector`); `allow` the chunks the search may return.
     """
-    import time
-
-    run = list(stages)
+    run: list[Stage] = list(stages)
     if vector is not None:
         run = [_GivenVector(s, space, vector) if isinstance(s, EncodeQuery) else s for s in run]
-        if not question:  # expansions are written from the question's words; a vector has none
+        if not request.question:  # expansions are written from the question's words; a vector has none
             run = [s for s in run if not isinstance(s, ExpandQuery)]
-    state = QueryState(question=question, pixels=pixels, top_k=top_k, levels=tuple(levels) if levels else None,
-                       allow=allow, trace={"notes": []})
+    state = request.state(allow, {"notes": []})
     timings: dict[str, float] = {}
     if allow is None or len(allow):
-        for stage in run:
-            start = time.perf_counter()
-            state = stage.run(state, ctx)
-            timings[stage.name] = timings.get(stage.name, 0.0) + (time.perf_counter() - start) * 1000.0
+        state, timings = run_stages(state, ctx, run)
     start = time.perf_counter()
     fused = state.fused
-    head = per_document_head(ctx.kb, fused.ids, top_k, per_document)
+    head = per_document_head(ctx.kb, fused.ids, request.top_k, per_document)
     score_of = dict(zip(fused.ids.tolist(), fused.scores.tolist()))
     ids = head.tolist()
     rows = ctx.kb.chunks(ids)

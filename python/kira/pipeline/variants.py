@@ -18,26 +18,33 @@ full                 + ReAG fine-grained retrieval (a query crop re-ranks the re
                      the stack has one
 ===================  ===============================================================
 
-Every variant ends with the subject stage and the same generator. A custom pipeline is a
-list of stages: ``Kira(kb, stages=[EncodeQuery(), VisualSearch(), Fuse(), ...])``.
+Every variant ends with the subject stage and the same generator. A behaviour is switched on
+or off by its stage being in the list (or by the stage's own option, e.g.
+``EncodeQuery(describe_image=True)``), never by the config, which holds numbers only. A custom
+pipeline is a list of stages: ``Kira(kb, stages=[EncodeQuery(), VisualSearch(), Fuse(), ...])``.
 """
 
 from __future__ import annotations
 
-from kira.pipeline.grounding_stages import Critic, Generate, SelectEvidence, Subject, Verify
-from kira.pipeline.retrieval_stages import (CompoundExpansion, EncodeQuery, ExpandQuery, Feedback, FineGrained, Fuse,
-                                            Rerank, ResidualHops, TextSearch, VisualSearch)
-from kira.pipeline.state import Stage
+from kira.grounding.stages import Critic, Generate, SelectEvidence, Subject, Verify
+from kira.multihop.stages import CompoundExpansion, ResidualHops
+from kira.query_state import Stage
+from kira.retrieval.stages import (EncodeQuery, ExpandQuery, Feedback, FineGrained, Fuse, Rerank, TextSearch,
+                                   VisualSearch)
 
 VARIANTS: tuple[str, ...] = ("visual_only", "dual_path", "query_expansion", "multi_hop", "grounded", "full")
 
 
-def variant_stages(variant: str, *, critic_candidates_per_result: int = 2) -> list[Stage]:
-    """The stage list of one of `VARIANTS`. Raises ValueError naming the variants for any other name."""
+def variant_stages(variant: str, *, critic_candidates_per_result: int = 2, describe_image: bool = False) -> list[Stage]:
+    """The stage list of one of `VARIANTS`. Raises ValueError naming the variants for any other name.
+
+    describe_image: an image asked about without a question is described by the captioner for path B
+    (`EncodeQuery.describe_image`; weighed by `RetrievalConfig.caption_query_weight_scale`).
+    """
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose one of {VARIANTS}")
     level = VARIANTS.index(variant)
-    stages: list[Stage] = [EncodeQuery(), VisualSearch(image_only=level == 0)]
+    stages: list[Stage] = [EncodeQuery(describe_image=describe_image), VisualSearch(image_only=level == 0)]
     if level >= 2:
         stages.append(ExpandQuery())
     if level >= 1:

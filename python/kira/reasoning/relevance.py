@@ -240,6 +240,12 @@ class RelevanceJudge:
         spread = np.maximum((q75 - q25) / 1.349, MIN_SPREAD)
         return (cos - centre) / spread
 
+    def warm(self) -> None:
+        """Encode the probes and the label vocabulary now (a service's start-up), not in the first ask."""
+        self.probe_vectors()
+        if self.vocabulary:
+            self._vocabulary_unit()
+
     def _vocabulary_unit(self) -> np.ndarray:
         """The unit vectors of every name in the vocabulary, encoded once per process and text encoder."""
         if self._vocabulary_vectors is None:

@@ -24,15 +24,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from kira.config import RetrievalConfig
-from kira.pipeline.query import Fused, Ranking, search
+from kira.knowledge_base.protocols import KnowledgeBaseLike
+from kira.query_state import Fused, Ranking, RetrievalPath
+from kira.retrieval.search import search
 
 
-def anchor_to_image(kb: Any, image: Ranking, rankings: Sequence[Ranking], scale: float,
+def anchor_to_image(kb: KnowledgeBaseLike, image: Ranking, rankings: Sequence[Ranking], scale: float,
                     config: RetrievalConfig) -> list[Ranking]:
     """`rankings` restricted to the documents of `image`'s top `anchor_documents`, weights x `scale`."""
     docs = kb.document_chunk_of(image.ids)
@@ -43,15 +45,10 @@ def anchor_to_image(kb: Any, image: Ranking, rankings: Sequence[Ranking], scale:
             if len(seen) >= config.anchor_documents:
                 break
     allowed = np.array(seen, dtype=np.int64)
-    out = []
-    for r in rankings:
-        keep = np.isin(kb.document_chunk_of(r.ids), allowed)
-        out.append(Ranking(r.path, r.ids[keep], r.scores[keep], r.weight * scale, r.query, cosine=r.cosine,
-                           vector=r.vector))
-    return out
+    return [r.restricted(np.isin(kb.document_chunk_of(r.ids), allowed), scale) for r in rankings]
 
 
-def clear_visual_match(kb: Any, image: Ranking, config: RetrievalConfig) -> np.ndarray:
+def clear_visual_match(kb: KnowledgeBaseLike, image: Ranking, config: RetrievalConfig) -> np.ndarray:
     """The chunks (in `image`'s order) of the document the query image clearly shows, or an empty array.
 
     RRF fuses ranks, not scores: a stored copy of the query image ranks first on the visual
@@ -77,10 +74,11 @@ def clear_visual_match(kb: Any, image: Ranking, config: RetrievalConfig) -> np.n
     return image.ids[docs == next(iter(best))]
 
 
-def lead_with_named(fused: Fused, named: np.ndarray, path: str = "identifier") -> Fused:
+def lead_with_named(fused: Fused, named: np.ndarray, path: RetrievalPath = RetrievalPath.IDENTIFIER) -> Fused:
     """A copy of `fused` with the chunks of the documents the question names (`QuestionFacts.named_chunks`)
     first, in fused order; named chunks missing from `fused` join with the top score. Leading chunks
-    keep their order but score at least every chunk behind them."""
+    keep their order but score at least every chunk behind them; they carry `path` and are recorded as
+    what `path` led with (`Fused.led_by`)."""
     if not len(named):
         return fused
     present = np.isin(fused.ids, named)
@@ -92,12 +90,14 @@ def lead_with_named(fused: Fused, named: np.ndarray, path: str = "identifier") -
     lead_scores = np.maximum(lead_scores, floor).astype(np.float32)
     paths = {cid: list(p) for cid, p in fused.paths.items()}
     for cid in lead_ids.tolist():
-        paths.setdefault(int(cid), []).append(path)
+        paths.setdefault(int(cid), []).append(str(path))
+    leaders = {**fused.leaders, path: np.unique(lead_ids).astype(np.int64)}
     return Fused(np.concatenate([lead_ids, fused.ids[~present]]),
-                 np.concatenate([lead_scores, fused.scores[~present]]).astype(np.float32), paths, dict(fused.cosine))
+                 np.concatenate([lead_scores, fused.scores[~present]]).astype(np.float32), paths, dict(fused.cosine),
+                 leaders)
 
 
-def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.ndarray | None,
+def feedback_ranking(kb: KnowledgeBaseLike, fused: Fused, config: RetrievalConfig, allow: np.ndarray | None,
                      lexical: Ranking | None = None, seeds: np.ndarray | None = None) -> Ranking | None:
     """Path A re-queried with the mean of the top fused documents' visual vectors; None when nothing to average.
 
@@ -109,7 +109,7 @@ def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.n
     if config.feedback_documents < 1 or index is None or not len(fused.ids):
         return None
     head = fused.ids[: 20 * config.feedback_documents]
-    named = np.array([int(c) in fused.paths and "identifier" in fused.paths[int(c)] for c in head.tolist()], bool)
+    named = np.isin(head, fused.led_by(RetrievalPath.IDENTIFIER))
     if named.any():  # the documents the question names are the surest relevant ones
         head = head[named]
     elif seeds is not None:
@@ -134,4 +134,4 @@ def feedback_ranking(kb: Any, fused: Fused, config: RetrievalConfig, allow: np.n
     weight = config.visual_weight * config.feedback_weight_scale
     if named.any():
         weight *= config.named_feedback_weight_scale
-    return Ranking("feedback", ids, scores, weight, f"mean of the top {len(top)} documents", vector=centroid)
+    return Ranking(RetrievalPath.FEEDBACK, ids, scores, weight, f"mean of the top {len(top)} documents", vector=centroid)

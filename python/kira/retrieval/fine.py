@@ -10,13 +10,14 @@ most salient area is used. The result is one more ranking for fusion (path "fine
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from kira.config import KiraConfig
 from kira.knowledge_base.chunker import region_boxes
-from kira.pipeline.query import QueryVectors, Ranking, search
+from kira.knowledge_base.protocols import KnowledgeBaseLike
+from kira.models.stack import ModelStack
+from kira.query_state import QueryVectors, Ranking, RetrievalPath
+from kira.retrieval.search import search
 
 FINE_LEVELS = ("region", "patch")  # what a crop is searched against
 
@@ -30,7 +31,7 @@ class FineQuery:
     match: float  # cosine to the question in image space (nan without a question)
 
 
-def choose_region(kb: Any, stack: Any, image: np.ndarray, q: QueryVectors, config: KiraConfig) -> FineQuery | None:
+def choose_region(kb: KnowledgeBaseLike, stack: ModelStack, image: np.ndarray, q: QueryVectors, config: KiraConfig) -> FineQuery | None:
     """The query image's region matching the question (see module doc), or None when there is none."""
     proposer = getattr(stack, "regions", None)
     if proposer is None or min(image.shape[:2]) < 8:
@@ -51,14 +52,14 @@ def choose_region(kb: Any, stack: Any, image: np.ndarray, q: QueryVectors, confi
     return FineQuery(boxes[0][0], vecs[0], float("nan"))
 
 
-def fine_ranking(kb: Any, fine: FineQuery, config: KiraConfig, allow: np.ndarray | None) -> Ranking:
+def fine_ranking(kb: KnowledgeBaseLike, fine: FineQuery, config: KiraConfig, allow: np.ndarray | None) -> Ranking:
     """Search the crop against region and patch chunks (within `allow`)."""
     parts = kb.level_ids(FINE_LEVELS)
     if allow is not None:
         parts = np.intersect1d(parts, allow, assume_unique=True)
     if not len(parts):
-        return Ranking("fine", np.zeros(0, np.int64), np.zeros(0, np.float32), 0.0, "crop")
+        return Ranking(RetrievalPath.FINE, np.zeros(0, np.int64), np.zeros(0, np.float32), 0.0, "crop")
     (ids, scores), = search(kb.index("visual"), fine.vector[None, :], config.retrieval.candidates, parts,
                             ef=config.retrieval.search_ef)
     weight = config.retrieval.visual_weight * config.retrieval.fine_weight_scale
-    return Ranking("fine", ids, scores, weight, f"crop {fine.box}")
+    return Ranking(RetrievalPath.FINE, ids, scores, weight, f"crop {fine.box}")

@@ -1,17 +1,24 @@
-"""Stage 4 input: fused chunk ids -> kira.reasoning EvidenceItems with provenance and thumbnails."""
+"""Stage 4 input: the fused list -> kira.reasoning EvidenceItems with provenance and thumbnails.
+
+* `diverse`: the best fused chunks, at most so many of one document.
+* `build_items`: one `EvidenceItem` per chunk, with its document's provenance.
+* `hops_with_documents`: each hop's chunk ids with their documents, for the card.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
+from kira.knowledge_base.protocols import KnowledgeBaseLike
+from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS, ChunkRow
+from kira.query_state import Fused, HopNote
 from kira.reasoning.types import EvidenceItem
 
 
-def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dict[int, list[str]],
-                cosine: dict[int, float], *, thumbnails: bool = True, rows: dict[int, Any] | None = None
+def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[float], paths: dict[int, list[str]],
+                cosine: dict[int, float], *, thumbnails: bool = True, rows: Mapping[int, ChunkRow] | None = None
                 ) -> list[EvidenceItem]:
     """One EvidenceItem per chunk id (numbered in the given order from 1; unknown ids skipped).
 
@@ -72,3 +79,39 @@ def build_items(kb: Any, ids: Sequence[int], scores: Sequence[float], paths: dic
             thumbnail=thumbs.get(row.doc_id) if thumbnails else None,
         ))
     return items
+
+
+def diverse(kb: KnowledgeBaseLike, fused: Fused, per_doc: int,
+            n: int) -> tuple[list[tuple[int, float]], Mapping[int, ChunkRow]]:
+    """The best `n` fused (chunk id, score) with at most `per_doc` from any one document, and the rows read."""
+    if not len(fused.ids):
+        return [], {}
+    head = fused.ids[: max(n * 4, 50)].tolist()
+    rows = kb.chunks(head)
+    counts: dict[str, int] = {}
+    out: list[tuple[int, float]] = []
+    for cid, score in zip(head, fused.scores[: len(head)].tolist()):
+        row = rows.get(cid)
+        if row is None or counts.get(row.doc_id, 0) >= per_doc:
+            continue
+        counts[row.doc_id] = counts.get(row.doc_id, 0) + 1
+        out.append((cid, score))
+        if len(out) >= n:
+            break
+    return out, rows
+
+
+def hops_with_documents(kb: KnowledgeBaseLike, hops: tuple[HopNote, ...],
+                        rows: Mapping[int, ChunkRow]) -> tuple[HopNote, ...]:
+    """Each hop with ``"documents"``: the document ids of its chunks, in order without repeats (what a card
+    shows a person instead of internal chunk ids). `rows` are chunk rows already read."""
+    if not hops:
+        return hops
+    wanted = [int(i) for h in hops for i in h.get("ids", []) if int(i) not in rows]
+    if wanted:
+        rows = {**rows, **kb.chunks(wanted)}
+    return tuple({**h, "documents": list(dict.fromkeys(rows[int(i)].doc_id for i in h.get("ids", []) if int(i) in rows))}
+                 for h in hops)
+
+
+__all__ = ["build_items", "diverse", "hops_with_documents"]

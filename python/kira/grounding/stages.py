@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
-from kira.pipeline.evidence import build_items
-from kira.pipeline.query import Fused
-from kira.pipeline.state import QueryState, StageContext
-from kira.pipeline.answer_relevance import (abstention, judge, on_topic, relevance_note, relevance_step,
-                                            relevant_first)
+from kira.grounding.answer_relevance import (abstention, judge, on_topic, relevance_note, relevance_step,
+                                             relevant_first)
+from kira.grounding.evidence import build_items, diverse, hops_with_documents
+from kira.grounding.pieces import built_with_this_text_encoder, stored_piece_vectors
+from kira.knowledge_base.protocols import KnowledgeBaseLike
+from kira.query_state import QueryState, RetrievalPath, StageContext
 from kira.reasoning.subject import enforce_subject
 from kira.reasoning.types import Answer, EvidencePack
-from kira.reasoning.verifier import summary_pieces
 
 
 @dataclass(frozen=True)
@@ -53,25 +53,28 @@ class Critic:
     name = "critic"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
+        critic = _needed(ctx.critic, "Critic")
         items = state.candidates
         query = critic_query(ctx, state.question, state.pixels)
         extra = {}
-        if items and getattr(ctx.critic, "encoder", None) is getattr(ctx.models, "text", False):
+        if items and ctx.critic_shares_query_encoder and state.query is not None:
             # The stored text vectors encode whole descriptions, appearance included; the critic judges what
             # an item shows (kira.reasoning.critic.shown_text) and encodes (and caches) those texts itself.
-            q = state.query
-            if q is not None and q.text_vector is not None and q.text_query == query and not q.text_from_caption:
-                extra["question_vector"] = q.text_vector  # the question as the query encoding embedded it
-        decision = ctx.critic.filter(query, items, ctx.config.grounding.critic_threshold, **extra)
-        protected = {i.chunk_id for i in decision.dropped if "identifier" in (i.paths or ())}
+            vector = state.query.embeds_question(query)
+            if vector is not None:
+                extra["question_vector"] = vector  # the question as the query encoding embedded it
+        decision = critic.filter(query, items, ctx.config.grounding.critic_threshold, **extra)
+        named = set(state.fused.led_by(RetrievalPath.IDENTIFIER).tolist())
+        protected = {i.chunk_id for i in decision.dropped if i.chunk_id in named}
         notes = []
         if protected:
             notes.append(f"{len(protected)} items of the documents the question names by identifier kept")
-        shown = {i.chunk_id for i in decision.dropped if "clear_match" in (i.paths or ())}
+        clear = set(state.fused.led_by(RetrievalPath.CLEAR_MATCH).tolist())
+        shown = {i.chunk_id for i in decision.dropped if i.chunk_id in clear}
         if shown:
             protected |= shown
             notes.append(f"{len(shown)} items of the document the query image shows kept")
-        if items and not getattr(ctx.critic, "calibrated", False) and items[0] in decision.dropped:
+        if items and not getattr(critic, "calibrated", False) and items[0] in decision.dropped:
             protected.add(items[0].chunk_id)
             notes.append("the critic is not calibrated for this model stack: the top fused result is kept")
         if protected:
@@ -124,14 +127,14 @@ class Generate:
             pack, verdict = relevant_first(pack, verdict)
         note = {"relevance": relevance_note(verdict)} if verdict is not None else {}
         if verdict is not None and not verdict.relevant and pack.items:
-            return state.evolve(pack=pack, answer=abstention(state, pack, verdict), trace=note)
+            return state.evolve(pack=pack, relevance=verdict, answer=abstention(state, pack, verdict), trace=note)
         answer = ctx.generator.generate(state.question, pack)
         similar = ctx.generator.generate(state.question, pack.similar_pack()) if pack.similar else None
         answer = enforce_subject(answer, pack, similar)
         if verdict is not None:
             answer = dataclasses.replace(answer, confidence=verdict.confidence,
                                          reasoning=(*answer.reasoning, relevance_step(verdict)))
-        return state.evolve(pack=pack, answer=answer, trace=note)
+        return state.evolve(pack=pack, relevance=verdict, answer=answer, trace=note)
 
 
 class Verify:
@@ -143,57 +146,19 @@ class Verify:
         answer, pack = state.answer, state.pack
         if answer is None or pack is None:
             return state
+        verifier = _needed(ctx.verifier, "Verify")
         extra = {}
-        if getattr(ctx.verifier, "encoder", None) is getattr(ctx.models, "text", False) and \
-                built_with_this_text_encoder(ctx.kb, ctx.models):
-            extra["known"] = stored_piece_vectors(ctx.kb, (*pack.items, *pack.similar), ctx.verifier.encoder.dim)
-        verified = ctx.verifier.verify(dataclasses.replace(answer, similar=()), pack, **extra)
+        if ctx.verifier_shares_query_encoder and built_with_this_text_encoder(ctx.kb, ctx.models):
+            extra["known"] = stored_piece_vectors(ctx.kb, (*pack.items, *pack.similar), verifier.encoder.dim)
+        verified = verifier.verify(dataclasses.replace(answer, similar=()), pack, **extra)
         if answer.similar:
-            others = ctx.verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack(), **extra)
+            others = verifier.verify(Answer(text="", claims=answer.similar), pack.similar_pack(), **extra)
             verified = dataclasses.replace(verified, similar=others.claims, text=answer.text)
-        verified = on_topic(ctx, state, verified, pack)
+        verified = on_topic(state, verified)
         if verified.confidence is not None and verified.claims:  # only as sure as the share of grounded claims
             grounded = sum(not c.hallucination_risk for c in verified.claims) / len(verified.claims)
             verified = dataclasses.replace(verified, confidence=round(verified.confidence * grounded, 3))
         return state.evolve(answer=verified)
-
-
-def hops_with_documents(kb: Any, hops: tuple[dict[str, Any], ...], rows: dict[int, Any]) -> tuple[dict[str, Any], ...]:
-    """Each hop with ``"documents"``: the document ids of its chunks, in order without repeats (what a card
-    shows a person instead of internal chunk ids). `rows` are chunk rows already read."""
-    if not hops:
-        return hops
-    wanted = [int(i) for h in hops for i in h.get("ids", []) if int(i) not in rows]
-    if wanted:
-        rows = {**rows, **kb.chunks(wanted)}
-    return tuple({**h, "documents": list(dict.fromkeys(rows[int(i)].doc_id for i in h.get("ids", []) if int(i) in rows))}
-                 for h in hops)
-
-
-def built_with_this_text_encoder(kb: Any, models: Any) -> bool:
-    """Whether `models`' text encoder is the one that built `kb` (its recorded identity, or class name for a
-    knowledge base that recorded none); True when the knowledge base records nothing. Vectors stored by
-    another encoder are not this one's, whatever their length."""
-    built_with = getattr(kb, "built_with", None)
-    if built_with is None:
-        return True
-    built = built_with().get("text")  # one small meta read
-    if not built:
-        return True
-    text = getattr(models, "text", None)
-    mine = models.identity().get("text") if hasattr(models, "identity") else None
-    return built in (mine, type(text).__name__)
-
-
-def stored_piece_vectors(kb: Any, items: Any, dim: int) -> dict[str, np.ndarray]:
-    """{text: raw text vector} of the items' summary pieces (`summary_pieces`) that the knowledge base
-    stored at ingest: what the verifier compares claims with, so that an ask encodes only its claims.
-    Pieces it does not hold (a knowledge base built before it stored them; a summary that is not the
-    chunk's description) are absent, and the verifier encodes them."""
-    if not items:
-        return {}
-    keys = [(item.doc_id, piece) for item in items for piece in summary_pieces(item.summary)]
-    return {text: vector for (_, text), vector in kb.piece_vectors(keys, dim).items()}
 
 
 def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) -> str:
@@ -207,7 +172,7 @@ def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) ->
     return f"{question} {description}".strip() if description else question
 
 
-def subject_documents(kb: Any, named_chunks: np.ndarray) -> frozenset[str]:
+def subject_documents(kb: KnowledgeBaseLike, named_chunks: np.ndarray) -> frozenset[str]:
     """The documents of the subject(s) `named_chunks` name: their documents and every document of their
     compound groups (kira.knowledge_base: what temporal sequences and multiview sets group)."""
     if not len(named_chunks):
@@ -221,24 +186,14 @@ def subject_documents(kb: Any, named_chunks: np.ndarray) -> frozenset[str]:
     return frozenset(docs)
 
 
-def diverse(kb: Any, fused: Fused, per_doc: int, n: int) -> tuple[list[tuple[int, float]], dict[int, Any]]:
-    """The best `n` fused (chunk id, score) with at most `per_doc` from any one document, and the rows read."""
-    if not len(fused.ids):
-        return [], {}
-    head = fused.ids[: max(n * 4, 50)].tolist()
-    rows = kb.chunks(head)
-    counts: dict[str, int] = {}
-    out: list[tuple[int, float]] = []
-    for cid, score in zip(head, fused.scores[: len(head)].tolist()):
-        row = rows.get(cid)
-        if row is None or counts.get(row.doc_id, 0) >= per_doc:
-            continue
-        counts[row.doc_id] = counts.get(row.doc_id, 0) + 1
-        out.append((cid, score))
-        if len(out) >= n:
-            break
-    return out, rows
+Part = TypeVar("Part")
 
 
-__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "diverse", "hops_with_documents",
-           "built_with_this_text_encoder", "stored_piece_vectors", "subject_documents"]
+def _needed(part: Part | None, stage: str) -> Part:
+    """`part` of the context, or a ValueError saying that `stage` needs `Kira.ask`'s context."""
+    if part is None:
+        raise ValueError(f"the {stage} stage needs a critic and a verifier in its context: run it through Kira.ask")
+    return part
+
+
+__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "subject_documents"]

@@ -9,9 +9,12 @@ text queries.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
+
+from kira.models.protocols import TextEncoder
+
 
 @dataclass
 class ConceptBank:
@@ -26,7 +29,7 @@ class ConceptBank:
         if not self.concepts:
             raise ValueError(f"concept bank {self.name!r} is empty; give at least one concept")
 
-    def vectors(self, encoder: Any) -> np.ndarray:
+    def vectors(self, encoder: TextEncoder) -> np.ndarray:
         key = id(encoder)
         if key not in self._cache:
             self._cache[key] = np.asarray(encoder.encode(list(self.concepts)), dtype=np.float32)
@@ -34,7 +37,7 @@ class ConceptBank:
 
 
 def top_concepts(
-    banks: Sequence[ConceptBank], encoder: Any, query_vector: np.ndarray, n: int
+    banks: Sequence[ConceptBank], encoder: TextEncoder, query_vector: np.ndarray, n: int
 ) -> list[tuple[str, float]]:
     """The `n` concepts across `banks` most similar to `query_vector` (unit, text space), best first."""
     if n <= 0 or not banks:

@@ -15,17 +15,21 @@ import logging
 import weakref
 from typing import Any
 
-from kira.pipeline.state import QueryState, StageContext
+from kira.grounding.pieces import built_with_this_text_encoder, stored_piece_vectors
+from kira.models.protocols import TextEncoder
+from kira.models.stack import ModelStack
+from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import abstention_text
 from kira.reasoning.relevance import Relevance, RelevanceJudge
 from kira.reasoning.types import Answer, EvidencePack
 
 log = logging.getLogger(__name__)
 
-_JUDGES: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], RelevanceJudge]] = weakref.WeakKeyDictionary()
+_JudgeKey = tuple[tuple[str, ...], tuple[str, ...]]  # (appearance words, label vocabulary)
+_JUDGES: weakref.WeakKeyDictionary[TextEncoder, dict[_JudgeKey, RelevanceJudge]] = weakref.WeakKeyDictionary()
 
 
-def relevance_judge(encoder: Any, appearance_words: tuple[str, ...] = (),
+def relevance_judge(encoder: TextEncoder, appearance_words: tuple[str, ...] = (),
                     vocabulary: tuple[str, ...] = ()) -> RelevanceJudge:
     """One `RelevanceJudge` per text encoder, appearance words and label vocabulary (its probe and vocabulary
     vectors are encoded once)."""
@@ -39,7 +43,7 @@ def relevance_judge(encoder: Any, appearance_words: tuple[str, ...] = (),
     return judges[key]
 
 
-def label_vocabulary(models: Any) -> tuple[str, ...]:
+def label_vocabulary(models: ModelStack) -> tuple[str, ...]:
     """Every label name the stack's image classifier can give (its captioner's ``vocabulary``), () without one."""
     return tuple(getattr(getattr(models, "captioner", None), "vocabulary", ()) or ())
 
@@ -49,13 +53,11 @@ def judge(ctx: StageContext, state: QueryState, pack: EvidencePack) -> Relevance
     encoder = getattr(ctx.models, "text", None)
     if encoder is None or not callable(getattr(encoder, "encode", None)):
         return None
-    from kira.pipeline.grounding_stages import built_with_this_text_encoder, stored_piece_vectors
-
     words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
     extra: dict[str, Any] = {}
-    q = state.query
-    if q is not None and q.text_vector is not None and q.text_query == state.question and not q.text_from_caption:
-        extra["question_vector"] = q.text_vector  # the question as the query encoding embedded it
+    vector = state.query.embeds_question(state.question) if state.query is not None else None
+    if vector is not None:
+        extra["question_vector"] = vector  # the question as the query encoding embedded it
     if pack.items and built_with_this_text_encoder(ctx.kb, ctx.models):
         extra["known"] = stored_piece_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
     judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models))
@@ -107,7 +109,8 @@ def relevant_first(pack: EvidencePack, verdict: Relevance) -> tuple[EvidencePack
         return pack, verdict
     new = EvidencePack.from_items(pack.question, order, pack.dropped, similar=pack.similar, subject=pack.subject)
     number = {old.number: fresh.number for old, fresh in zip(order, new.items)}
-    verdict = dataclasses.replace(verdict, best=number.get(verdict.best, verdict.best),
+    best = number.get(verdict.best, verdict.best) if verdict.best is not None else None
+    verdict = dataclasses.replace(verdict, best=best,
                                   items=tuple((number.get(n, n), r) for n, r in verdict.items),
                                   near=tuple((number.get(n, n), lb, v) for n, lb, v in verdict.near))
     return new, verdict
@@ -129,12 +132,13 @@ def abstention(state: QueryState, pack: EvidencePack, verdict: Relevance) -> Ans
                   confidence=verdict.confidence, abstained=True)
 
 
-def on_topic(ctx: StageContext, state: QueryState, answer: Answer, pack: EvidencePack) -> Answer:
-    """`answer` with every claim that cites only irrelevant items marked a hallucination risk (module docstring)."""
-    note = dict(state.trace or {}).get("relevance")
-    if not note or note.get("score") is None or answer.abstained:
+def on_topic(state: QueryState, answer: Answer) -> Answer:
+    """`answer` with every claim that cites only items the state's relevance verdict found irrelevant marked a
+    hallucination risk (module docstring)."""
+    verdict = state.relevance
+    if verdict is None or verdict.score is None or answer.abstained:
         return answer
-    relevant = {int(n) for n, r in note.get("items", []) if r >= 0.5} | {int(n[0]) for n in note.get("near", [])}
+    relevant = {int(n) for n, r in verdict.items if r >= 0.5} | {int(n[0]) for n in verdict.near}
     claims = []
     changed = 0
     for claim in answer.claims:
