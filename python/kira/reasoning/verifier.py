@@ -33,7 +33,7 @@ the 95th percentile), and such claims share the domain's generic words (the kind
 of image, the view) with the evidence, so s ~ 0.4 for claims the evidence does not support.
 Rescaling each signal from its empirical unrelated-pair level to [0, 1] (sim_floor 0.5
 for the cosine, attn_floor 0.15 for the alignment) keeps the formula and threshold and
-makes them separate: on the planted-claim test in tests/test_reasoning_verifier.py
+makes them separate: on the planted-claim test in tests/reasoning/test_reasoning_verifier.py
 (kira.eval.calibration_data: four domains, 60 supported claims, 289 unsupported
 ones about other findings, made-up facts, other domains, or citing the wrong item) it
 flags 96.9% of unsupported and 3.3% of supported claims (95.5% and 0% before the s_sim = 0 rule; the raw
