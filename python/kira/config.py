@@ -83,7 +83,7 @@ class _Checked:
     _section: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        hints = _hints(type(self))
+        hints = _hints(type(self))  # type: ignore[arg-type]  # a class is hashable
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             where = f"{self._section}.{f.name}" if self._section else f.name
             value = _check_type(where, hints.get(f.name), getattr(self, f.name))

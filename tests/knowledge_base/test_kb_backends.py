@@ -90,6 +90,14 @@ def _answer(result) -> dict:
             "paths": sorted({p for i in result.evidence.items for p in i.paths})}
 
 
+def _without_scores(answer: dict) -> dict:
+    return {**answer, "items": [(*item[:3], item[4]) for item in answer["items"]]}
+
+
+def _scores(answer: dict) -> list[float]:
+    return [item[3] for item in answer["items"]]
+
+
 def _ask_both(kbs, stack, *args, variant="full", **kwargs) -> dict[str, dict]:
     return {b: _answer(Kira(kb, models=stack).ask(*args, variant=variant, **kwargs)) for b, kb in kbs.items()}
 
@@ -154,7 +162,10 @@ def test_add_commit_remove_give_the_same_answers_and_remove_cascades(kbs, stack,
             kb.add_image(new, doc_id="coins_mirrored", caption="a tray of old coins")
             kb.commit()
         added = _ask_both(kbs, stack, "a tray of old coins", variant="dual_path")
-        assert added["milvus"] == added["embedded"]
+        # the same items, order and text; Milvus Lite keeps BM25 statistics per segment and the new photo's
+        # terms sit in a segment of their own until compaction, so a lexically matched score may move a little
+        assert _without_scores(added["milvus"]) == _without_scores(added["embedded"])
+        np.testing.assert_allclose(_scores(added["milvus"]), _scores(added["embedded"]), rtol=0.02)
         assert "coins_mirrored" in [i[0] for i in added["embedded"]["items"][:3]]
     finally:
         for kb in kbs.values():

@@ -13,7 +13,7 @@ held-out recall@1.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TypedDict
 
 import numpy as np
 
@@ -33,6 +33,15 @@ class FeedbackCase:
     retrieved: tuple[str, ...]  # doc ids that were retrieved, best first
 
 
+class RankChange(TypedDict):
+    """One failing question's first relevant rank (1 = top) before and after the update."""
+
+    qid: str
+    correctness: float
+    rank_before: int
+    rank_after: int
+
+
 @dataclass
 class FeedbackReport:
     """What one round of feedback did."""
@@ -41,7 +50,7 @@ class FeedbackReport:
     triplets: int  # hard-negative triplets mined from them
     recall_before: float  # held-out recall@1 with the old head (NaN without a held-out set)
     recall_after: float
-    changes: list[dict[str, object]] = field(default_factory=list)  # per failing question: ranks before/after
+    changes: list[RankChange] = field(default_factory=list)  # per failing question: ranks before/after
     head: ProjectionHead | None = None
 
     def improved(self) -> int:
@@ -134,7 +143,7 @@ def feedback_round(
     result = train_projection(x, labels, config=cfg, init=head, extra_triplets=triplets,
                               epochs=cfg.epochs if epochs is None else epochs, seed=seed)
     new = result.head
-    changes = [{"qid": c.qid, "correctness": round(float(c.correctness), 4),
+    changes: list[RankChange] = [{"qid": c.qid, "correctness": round(float(c.correctness), 4),
                 "rank_before": first_relevant_rank(head, c, doc_ids, x),
                 "rank_after": first_relevant_rank(new, c, doc_ids, x)} for c in failing]
     return FeedbackReport(len(failing), int(len(triplets[0])), before, held_out(new), changes, new)

@@ -134,7 +134,8 @@ def save_arrays(path: str | os.PathLike[str], tensors: dict[str, np.ndarray], me
                       metadata={"kira_adapter": json.dumps(meta)})
         else:
             with open(tmp, "wb") as fh:
-                np.savez(fh, **tensors, __meta__=np.array(json.dumps(meta)))
+                # numpy's stub reads **tensors as maybe allow_pickle=...; every key here names an array
+                np.savez(fh, **tensors, __meta__=np.array(json.dumps(meta)))  # type: ignore[arg-type]
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 
-def labelled_rows(features: Any, labels: Sequence[Any], *, needs: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+def labelled_rows(features: Any, labels: Sequence[object] | np.ndarray, *, needs: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                                 np.ndarray]:
     """(x, names, classes, y): `features` as contiguous float32 (n, dim), the labels as str, the sorted
     distinct classes and each row's class index. Raises ValueError when the shapes disagree, and, naming

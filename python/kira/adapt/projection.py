@@ -25,8 +25,8 @@ SVD_MAX_ENTRIES = 5_000_000  # pca_init: a direct SVD up to this many feature en
 MONITOR_ROWS = 2000  # recall@1 per epoch is measured on at most this many rows (queries) against the training set
 
 
-def recall_at_1(vectors: np.ndarray, labels: Sequence[str], gallery: np.ndarray | None = None,
-                gallery_labels: Sequence[str] | None = None) -> float:
+def recall_at_1(vectors: np.ndarray, labels: Sequence[str] | np.ndarray, gallery: np.ndarray | None = None,
+                gallery_labels: Sequence[str] | np.ndarray | None = None) -> float:
     """Share of rows whose nearest neighbour (cosine) has the same label.
 
     Without a gallery: leave-one-out within `vectors`. With one: each row against the gallery.
@@ -128,14 +128,14 @@ Triplets = tuple[np.ndarray, np.ndarray, np.ndarray]  # anchors, positives, nega
 
 def train_projection(
     features: np.ndarray,
-    labels: Sequence[str],
+    labels: Sequence[str] | np.ndarray,
     *,
     config: AdaptationConfig | None = None,
     out_dim: int | None = None,
     epochs: int | None = None,
     margin: float | None = None,
     val_features: np.ndarray | None = None,
-    val_labels: Sequence[str] | None = None,
+    val_labels: Sequence[str] | np.ndarray | None = None,
     extra_triplets: Triplets | None = None,
     init: ProjectionHead | None = None,
     batch_size: int = 32,

@@ -18,7 +18,7 @@ from kira.adapt.projection import pca_init
 from kira.config import AdaptationConfig
 
 
-def select_shots(labels: Sequence[str], shots: int, seed: int = 0) -> np.ndarray:
+def select_shots(labels: Sequence[str] | np.ndarray, shots: int, seed: int = 0) -> np.ndarray:
     """Indices of `shots` examples per class (all of a class's examples when it has fewer), sorted."""
     rng = np.random.default_rng(seed)
     labels = np.asarray([str(v) for v in labels])
@@ -28,7 +28,7 @@ def select_shots(labels: Sequence[str], shots: int, seed: int = 0) -> np.ndarray
 
 def train_protonet(
     features: np.ndarray,
-    labels: Sequence[str],
+    labels: Sequence[str] | np.ndarray,
     *,
     config: AdaptationConfig | None = None,
     shots: int | None = None,
@@ -78,7 +78,9 @@ def train_protonet(
         members = [np.flatnonzero(y == c) for c in range(len(classes))]
         for _ in range(epochs):
             for _ in range(episodes_per_epoch):
-                support, query, qy = [], [], []
+                support: list[np.ndarray] = []
+                query: list[int] = []
+                qy: list[int] = []
                 for c, m in enumerate(members):
                     perm = rng.permutation(m)
                     n_support = max(1, len(m) // 2 + len(m) % 2)

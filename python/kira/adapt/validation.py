@@ -122,7 +122,7 @@ def validate(features: np.ndarray, labels: Sequence[Any], patches: np.ndarray | 
                                 **base)
     masks, protocol = _splits(y, len(classes), max_folds=max_folds, held_out_share=held_out_share,
                               rng=np.random.default_rng(seed))
-    skipped: dict[str, str] = {}
+    skipped = {}
     if "local" in wanted and patches is None:
         skipped["local"] = "no patch vectors (a knowledge base without the patch level)"
     correct = {m: 0 for m in wanted if m not in skipped}

@@ -161,7 +161,7 @@ def critic_pairs() -> list[CriticPair]:
     """(question, summary) pairs: the class asked about, its domain's other classes, other domains."""
     out: list[CriticPair] = []
     for domain, classes in DATA.items():
-        questions = [(CLASS_QUESTIONS[domain].format(c.replace("_", " ")), c) for c in classes]
+        questions: list[tuple[str, str | None]] = [(CLASS_QUESTIONS[domain].format(c.replace("_", " ")), c) for c in classes]
         questions.append((GENERIC_QUESTIONS[domain], None))
         for question, asked in questions:
             for other_domain, other_classes in DATA.items():

@@ -323,7 +323,7 @@ def run_domainvqa(
     datasets = build_domainvqa(seed=seed, small=small, domains=domains)
     build_seconds = time.perf_counter() - t
     own_workdir = workdir is None
-    base = Path(tempfile.mkdtemp(prefix="kira-domainvqa-")) if own_workdir else Path(workdir)
+    base = Path(tempfile.mkdtemp(prefix="kira-domainvqa-")) if workdir is None else Path(workdir)
     runs: list[DomainRun] = []
     try:
         for name, ds in datasets.items():

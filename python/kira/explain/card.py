@@ -116,7 +116,7 @@ def notice(card: RationaleCard) -> tuple[str, str]:
     return "", ""
 
 
-def hop_dict(hop: Any, position: int) -> dict[str, Any]:
+def hop_dict(hop: object, position: int) -> dict[str, Any]:
     """A hop as ``{"hop", "ids", "confidence", ...}`` from a dict or an object with ``.ids`` / ``.confidence``."""
     if isinstance(hop, dict):
         out = dict(hop)

@@ -44,7 +44,7 @@ details summary{cursor:pointer;color:#667085;font-size:12px}
 """
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
@@ -90,7 +90,7 @@ def _image_size(item: EvidenceItem) -> tuple[int, int] | None:
     return None
 
 
-def readable(value: Any) -> str:
+def readable(value: object) -> str:
     """A provenance value as a person reads it: no Python reprs. Labels as "espresso (p 0.99)", OCR lines
     as their text, mappings as "key: value", lists comma-separated, None as ""."""
     if value is None:
@@ -186,7 +186,7 @@ def _claim_row(claim: Claim) -> str:
     )
 
 
-def _ids(value: Any, docs: Mapping[int, str] | None = None) -> str:
+def _ids(value: object, docs: Mapping[int, str] | None = None) -> str:
     """A count of chunks, with the documents they belong to where the card knows them (never chunk ids)."""
     if isinstance(value, (list, tuple)):
         names = list(dict.fromkeys(docs[int(v)] for v in value if docs and int(v) in docs))

@@ -152,7 +152,7 @@ JSON_SCHEMA: dict[str, Any] = {
 """The documented shape of `to_dict` / `to_json` output."""
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> Any:
     """`value` made JSON-safe: numpy scalars/arrays to Python, tuples to lists, non-finite floats to None, else str."""
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -218,7 +218,7 @@ def answer_dict(answer: Answer) -> dict[str, Any]:
 
 
 def _hop_dict(hop: Mapping[str, Any], position: int) -> dict[str, Any]:
-    out = jsonable(dict(hop))
+    out: dict[str, Any] = jsonable(dict(hop))
     out["hop"] = int(hop.get("hop", position))
     out["ids"] = [int(i) for i in hop.get("ids", [])]
     conf = hop.get("confidence")
@@ -229,7 +229,7 @@ def _hop_dict(hop: Mapping[str, Any], position: int) -> dict[str, Any]:
 def _critic_dict(critic: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if critic is None:
         return None
-    out = jsonable(dict(critic))
+    out: dict[str, Any] = jsonable(dict(critic))
     out.setdefault("kept", [])
     out.setdefault("dropped", [])
     threshold = out.get("threshold")
@@ -280,13 +280,13 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _type_ok(value: Any, name: str) -> bool:
+def _type_ok(value: object, name: str) -> bool:
     if name in ("integer", "number") and isinstance(value, bool):
         return False
     return isinstance(value, _TYPES[name])
 
 
-def validate(instance: Any, schema: Mapping[str, Any] = JSON_SCHEMA, path: str = "$") -> list[str]:
+def validate(instance: object, schema: Mapping[str, Any] = JSON_SCHEMA, path: str = "$") -> list[str]:
     """Errors of `instance` against `schema` (empty list = valid).
 
     Supports the keywords `JSON_SCHEMA` uses: type, enum, const, required, properties,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kira.reasoning.types import EvidenceItem
 
@@ -16,7 +16,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def _count(value: Any) -> str:
+def _count(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return f"{len(value)}" + (f" ({', '.join(str(v) for v in value)})" if value else "")
     return str(value)

@@ -34,8 +34,8 @@ def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[floa
     doc_ids = {rows[i].doc_id for i in ids if i in rows}
     docs = kb.documents(doc_ids)
     stored = kb.provenances(doc_ids)
-    compound = kb.compound_of()
-    view_set = kb.view_set_of()
+    compounds = kb.compounds_for(doc_ids=doc_ids)  # the groups of these documents alone (per hit on Milvus)
+    compound, view_set = compounds.compound_of, compounds.view_set_of
     thumbs: dict[str, np.ndarray | None] = {}
     items: list[EvidenceItem] = []
     for cid, score in zip(ids, scores):

@@ -1,7 +1,7 @@
 """Stored sentence vectors of evidence pieces: what the relevance judge and the verifier may reuse.
 
 A knowledge base stores, at ingest, the sentence vector of every piece of a chunk's summary
-(kira.reasoning.verifier.summary_pieces). They are only this stack's vectors when its text encoder
+(kira.text.pieces.summary_pieces). They are only this stack's vectors when its text encoder
 built the knowledge base (`built_with_this_text_encoder`).
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.models.stack import ModelStack
 from kira.reasoning.types import EvidenceItem
-from kira.reasoning.verifier import summary_pieces
+from kira.text.pieces import summary_pieces
 
 
 def built_with_this_text_encoder(kb: KnowledgeBaseLike, models: ModelStack) -> bool:

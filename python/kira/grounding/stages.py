@@ -179,7 +179,7 @@ def subject_documents(kb: KnowledgeBaseLike, named_chunks: np.ndarray) -> frozen
         return frozenset()
     rows = kb.chunks(named_chunks.tolist())
     docs = {row.doc_id for row in rows.values()}
-    compound = kb.compound_of()
+    compound = kb.compounds_for(doc_ids=docs).compound_of  # every group these documents reach
     keys = {compound[d] for d in docs if d in compound}
     if keys:
         docs |= {d for d, key in compound.items() if key in keys}

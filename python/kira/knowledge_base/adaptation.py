@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from kira.knowledge_base.adapters import adapter_name, is_registered, registered_adapters
-from kira.knowledge_base.storage import KeepsAdapter, KeepsBridge
+from kira.knowledge_base.storage import KeepsAdapter, KeepsBridge, KnowsBridgeCurrent
 
 log = logging.getLogger(__name__)
 BRIDGE_REFIT_SHARE = 0.05  # refit the text->image bridge once the captioned documents changed by this share
@@ -94,8 +94,16 @@ class AdapterAndBridge:
 
         kb, storage = self.kb, self.kb.storage
         dims = kb.dims()
+        knows = isinstance(storage, KnowsBridgeCurrent)
+        if knows and storage.bridge_current():  # stored or confirmed by the writer at this generation
+            stored = storage.load_bridge()
+            if stored is not None or storage.bridge_fitted_on() == 0:
+                return stored
         ids = storage.rows.captioned_document_ids()
+        confirm = knows and not kb.read_only and not kb._dirty
         if len(ids) < 2 or dims is None or storage.index("visual") is None:
+            if confirm:
+                storage.confirm_bridge(len(ids))
             return None
         keeps = isinstance(storage, KeepsBridge)
         if keeps:
@@ -103,6 +111,8 @@ class AdapterAndBridge:
             if fitted_on >= 2 and abs(len(ids) - fitted_on) <= BRIDGE_REFIT_SHARE * fitted_on:
                 stored = storage.load_bridge()
                 if stored is not None:
+                    if confirm:
+                        storage.confirm_bridge(len(ids))
                     return stored
         bridge = TextToImageBridge()
         bridge.fit(storage.rows.vectors("text", ids, dims["text"]), storage.rows.vectors("visual", ids, dims["visual"]))

@@ -98,7 +98,7 @@ class _TextFeed:
 
     def __init__(self, encoder: Any, pool: ThreadPoolExecutor) -> None:
         self.encoder, self.pool = encoder, pool
-        self.jobs: list[tuple[list[str], Future]] = []
+        self.jobs: list[tuple[list[str], Future[np.ndarray]]] = []
         self.sent: set[str] = set()
 
     def send(self, texts: Sequence[str]) -> None:

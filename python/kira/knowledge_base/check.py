@@ -17,7 +17,7 @@ from kira.knowledge_base.opening import is_milvus_directory
 __all__ = ["CheckReport", "Finding", "check", "database_problem"]
 
 
-def check(path: str | os.PathLike, *, repair: bool = False, uri: str | None = None, token: str = "") -> CheckReport:
+def check(path: str | os.PathLike[str], *, repair: bool = False, uri: str | None = None, token: str = "") -> CheckReport:
     """Verify the knowledge base at `path` (see the module doc); with `repair`, fix what disagreed
     (the index files are rebuilt from the database), then check again: what repair could not fix is
     in `CheckReport.remaining`.

@@ -14,11 +14,24 @@ Crops are gathered for a whole batch of images and encoded in one call per encod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import numpy as np
 
 from kira.config import ChunkingConfig
+
+if TYPE_CHECKING:
+    from kira.models.protocols import Captioner, RegionProposer
+
+
+class LineRead(Protocol):
+    """A line of text read from the image (kira.models.ocr.TextLine): its text and (x0, y0, x1, y1) box."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def box(self) -> tuple[int, int, int, int]: ...
 
 LEVELS = ("document", "region", "patch")
 
@@ -71,7 +84,7 @@ class ImagePlan:
         return out
 
 
-def region_boxes(image: np.ndarray, proposer, config: ChunkingConfig) -> list[tuple[tuple[int, int, int, int], float]]:
+def region_boxes(image: np.ndarray, proposer: RegionProposer, config: ChunkingConfig) -> list[tuple[tuple[int, int, int, int], float]]:
     """Salient boxes of `image` (uint8 (h, w, 3)) via the proposer and the core's extract_regions.
 
     Returns up to `config.max_regions` (box, score) pairs, best first; boxes smaller than
@@ -114,7 +127,7 @@ def patch_boxes(width: int, height: int, grid: int) -> list[tuple[int, int, int,
 
 
 def plan_image(
-    image: np.ndarray, proposer, config: ChunkingConfig, levels: Sequence[str] = LEVELS
+    image: np.ndarray, proposer: RegionProposer | None, config: ChunkingConfig, levels: Sequence[str] = LEVELS
 ) -> ImagePlan:
     """The chunk plan of one image at the requested `levels` (document is always included)."""
     unknown = set(levels) - set(LEVELS)
@@ -139,8 +152,8 @@ def plan_image(
     return ImagePlan(image=image, chunks=chunks)
 
 
-def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captioner, *, caption_children: bool,
-             lines: Sequence = ()) -> None:
+def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captioner: Captioner | None, *,
+             caption_children: bool, lines: Sequence[LineRead] = ()) -> None:
     """Fill every chunk's description in place.
 
     The document gets the user's caption and tags first, then the text read from the
@@ -162,7 +175,8 @@ def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captione
     h, w = plan.image.shape[:2]
     crops = plan.crops()
     for chunk, crop in zip(plan.chunks[1:], crops[1:]):
-        x0, y0, x1, y1 = chunk.box  # type: ignore[misc]
+        assert chunk.box is not None  # every chunk but the document has its box
+        x0, y0, x1, y1 = chunk.box
         where = f"{chunk.level} at x {x0}-{x1}, y {y0}-{y1} of {w}x{h}"
         inside = _read_text([ln for ln in lines if _centre_in(ln.box, chunk.box)])
         crop_text = captioner.caption(crop) if caption_children and captioner is not None else ""
@@ -170,7 +184,7 @@ def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captione
         chunk.embed_text = "; ".join(p for p in (shared, inside, crop_text) if p) or where
 
 
-def _read_text(lines: Sequence) -> str:
+def _read_text(lines: Sequence[LineRead]) -> str:
     words = " ".join(ln.text for ln in lines if ln.text)
     return f"text: {words}" if words else ""
 

@@ -71,10 +71,15 @@ class IdentifierIndex:
 
 def identifier_index(kb: Any) -> IdentifierIndex:
     """The `IdentifierIndex` of `kb`'s documents: their ids, group ids and metadata values."""
-    docs = kb.documents()
-    chunk_of = kb.document_chunk_ids(list(docs))
+    return rows_identifier_index(kb.storage.rows)
+
+
+def rows_identifier_index(rows: Any) -> IdentifierIndex:
+    """The `IdentifierIndex` of the documents of a storage's `rows` (`kira.knowledge_base.storage.StoredRows`)."""
+    docs = rows.documents()
+    chunk_of = rows.document_chunk_ids(list(docs))
     names: dict[str, list[str]] = {d: [d] for d in docs}
-    for _kind, group_id, members in kb.storage.rows.groups():
+    for _kind, group_id, members in rows.groups():
         for d in members:
             if d in names:
                 names[d].append(str(group_id))
@@ -85,4 +90,4 @@ def identifier_index(kb: Any) -> IdentifierIndex:
     return IdentifierIndex.build((chunk_of[d], texts) for d, texts in names.items() if d in chunk_of)
 
 
-__all__ = ["IdentifierIndex", "MAX_DOCUMENT_SHARE", "identifier_index", "name_words"]
+__all__ = ["IdentifierIndex", "MAX_DOCUMENT_SHARE", "identifier_index", "name_words", "rows_identifier_index"]

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from kira.images import MAX_PIXELS, ImageError, load_image
-from kira.knowledge_base.ingest_files import (  # noqa: F401 - re-exported: callers import them from here
-    IMAGE_SUFFIXES,
-    check_entry,
-    collect_entries,
-    collect_paths,
-    doc_ids,
-    printable,
-    relative_doc_ids,
+from kira.knowledge_base.ingest_files import (  # re-exported ("x as x"): callers import them from here
+    IMAGE_SUFFIXES as IMAGE_SUFFIXES,
+    check_entry as check_entry,
+    collect_entries as collect_entries,
+    collect_paths as collect_paths,
+    doc_ids as doc_ids,
+    printable as printable,
+    relative_doc_ids as relative_doc_ids,
 )
 from kira.knowledge_base.inputs import clean_text, tags_arg
 
@@ -80,7 +80,7 @@ class CaptionError(ValueError):
     """A caption sidecar that is not read (an outward link, a FIFO, ...); the image is skipped."""
 
 
-def _progress(total: int, enabled: bool | None):
+def _progress(total: int, enabled: bool | None) -> Any:
     if enabled is None:
         enabled = log.isEnabledFor(logging.INFO)
     if not enabled:
@@ -94,7 +94,7 @@ def _progress(total: int, enabled: bool | None):
 
 def ingest(
     kb: Any,
-    folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike],
+    folder_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     captions: CaptionSource = None,
     tags: Callable[[Path], Iterable[str]] | None = None,
@@ -141,8 +141,8 @@ def ingest(
 
         announce_fallbacks(kb)  # a model that fell back is said (and recorded) before the first image
     summary = IngestSummary(skipped=list(skipped), found=len(paths))
-    for path, reason in skipped:
-        log.info("skipped %s: %s", printable(path), reason)
+    for unread, reason in skipped:
+        log.info("skipped %s: %s", printable(unread), reason)
     bar = _progress(len(paths), progress)
     todo: list[tuple[Path, str]] = []
     for path, doc_id in zip(paths, doc_ids(paths, root)):
@@ -185,7 +185,8 @@ def ingest(
     # batch before; nothing is encoded ahead, so a crash loses at most the batch being encoded and stored.
     reader = ThreadPoolExecutor(1, thread_name_prefix="kira-ingest-read")
     try:
-        ahead: Future | None = reader.submit(load, parts[0]) if parts else None
+        ahead: Future[tuple[list[dict[str, Any]], list[tuple[str, str]]]] | None = (
+            reader.submit(load, parts[0]) if parts else None)
         for n in range(len(parts)):
             assert ahead is not None
             items, bad = ahead.result()
@@ -209,6 +210,8 @@ def _store(kb: Any, items: list[dict[str, Any]], summary: IngestSummary) -> None
     """Encode and store one batch and commit it; a batch that fails is retried one image at a time."""
     try:
         kb.add_items(items)
+    except ConnectionError:
+        raise  # the store stopped answering (a Milvus server gone): image by image would fail alike
     except (ValueError, OSError, RuntimeError) as exc:
         # One bad item (e.g. an encoder refusing a crop) must not sink the batch: retry one by one.
         log.warning("batch failed (%s); retrying its images one at a time", exc)
@@ -224,7 +227,7 @@ def _store(kb: Any, items: list[dict[str, Any]], summary: IngestSummary) -> None
     summary.batches += 1
 
 
-def file_digest(path: str | os.PathLike) -> str:
+def file_digest(path: str | os.PathLike[str]) -> str:
     """The digest an ingest records of a file's bytes (provenance ``digest``): ``blake2b:<32 hex digits>``."""
     h = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as f:
@@ -233,7 +236,7 @@ def file_digest(path: str | os.PathLike) -> str:
     return f"blake2b:{h.hexdigest()}"
 
 
-def _changed(kb: Any, doc_id: str, path: Path, digest: str) -> str | None:
+def _changed(kb: Any, doc_id: str, path: Path | str, digest: str) -> str | None:
     """None where the stored document `doc_id` was ingested from this very content, else why it is not added."""
     provenance = kb.provenances([doc_id]).get(doc_id) or {}
     stored = provenance.get("digest")

@@ -30,7 +30,7 @@ IMAGE_SUFFIXES = PIXEL_SUFFIXES | (DICOM_SUFFIXES if dicom_readable() else froze
 """The suffixes a folder ingest reads: Pillow's formats, and DICOM where pydicom is installed."""
 
 
-def printable(path: str | os.PathLike) -> str:
+def printable(path: str | os.PathLike[str]) -> str:
     """A path as text any terminal can print: bytes that are not UTF-8 (which Python keeps as
     lone surrogates) are shown as \\xNN escapes."""
     return os.fsencode(path).decode("utf-8", errors="backslashreplace")
@@ -83,7 +83,7 @@ def check_entry(path: Path, root: Path | None, follow_links: bool) -> str | None
     return None
 
 
-def collect_entries(folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike], *,
+def collect_entries(folder_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
                     follow_links: bool = False) -> tuple[list[Path], list[tuple[str, str]], Path | None]:
     """(image files to add, (path, reason) for entries that cannot be, the ingest root or None).
 
@@ -147,7 +147,7 @@ def _walk(root: Path, follow_links: bool) -> tuple[list[Path], list[tuple[str, s
     return found, skipped
 
 
-def collect_paths(folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike], *,
+def collect_paths(folder_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
                   follow_links: bool = False) -> list[Path]:
     """Image files under a folder (recursively, sorted), or the given paths as they are;
     see `collect_entries` for what is left out. Raises ValueError for a missing folder/path."""

@@ -8,7 +8,7 @@ from typing import Any, Mapping, MutableMapping, Sequence
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def clean_text(value: Any, what: str) -> str | None:
+def clean_text(value: object, what: str) -> str | None:
     """`value` as text to store: None stays None; a str with characters that are not valid
     Unicode (lone surrogates, as Python keeps undecodable bytes) has them replaced by U+FFFD.
     Raises TypeError naming `what` for anything but str or None (bytes: decode them first)."""
@@ -96,7 +96,8 @@ def metadata_arg(metadata: Any, *, max_depth: int = MAX_METADATA_DEPTH) -> dict[
         return {}
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a mapping of str -> value; got {type(metadata).__name__}")
-    return _json_value(dict(metadata), "metadata", max_depth)
+    cleaned: dict[str, Any] = _json_value(dict(metadata), "metadata", max_depth)
+    return cleaned
 
 
 def _json_value(value: Any, where: str, depth: int) -> Any:

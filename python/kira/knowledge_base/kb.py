@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+from contextlib import nullcontext
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -30,7 +32,8 @@ from kira.knowledge_base.batch_encode import MAX_ENCODED_CHARS
 from kira.knowledge_base.chunker import LEVELS, levels_arg
 from kira.knowledge_base.compound import CompoundIndex
 from kira.knowledge_base.model_identity import RecordedModels, default_stack_for
-from kira.knowledge_base.storage import KeepsBridge, Storage
+from kira.knowledge_base.storage import (KeepsBridge, ReportsUnavailable, ServesCompoundsPerHit, ServesNames,
+                                        Storage)
 from kira.knowledge_base.views import DerivedView, DerivedViews, decode_thumbnail, warm
 from kira.knowledge_base.writing import document_items, image_item, prepare_for
 
@@ -69,7 +72,7 @@ class KnowledgeBase:
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike, config: KiraConfig | None = None, models: Any = None, *,
+    def create(cls, path: str | os.PathLike[str], config: KiraConfig | None = None, models: Any = None, *,
                index: str = "flat", levels: Sequence[str] = LEVELS, caption_children: bool = False,
                profile: Any = None, backend: str = "embedded", uri: str | None = None,
                token: str = "") -> KnowledgeBase:
@@ -98,7 +101,7 @@ class KnowledgeBase:
         return kb
 
     @classmethod
-    def open(cls, path: str | os.PathLike, models: Any = None, *, read_only: bool = False, backend: str | None = None,
+    def open(cls, path: str | os.PathLike[str], models: Any = None, *, read_only: bool = False, backend: str | None = None,
              uri: str | None = None, token: str = "") -> KnowledgeBase:
         """Open an existing knowledge base (index files are loaded, never rebuilt; a gap left by a crash is
         repaired from the stored vectors). backend / uri / token: as `create`; backend None finds it (a uri, or
@@ -220,8 +223,17 @@ class KnowledgeBase:
 
     def add_items(self, items: list[dict[str, Any]]) -> list[str]:
         """Encode and store a batch of items (as `kira.knowledge_base.writing` makes them: one encoder call per
-        space); all or nothing. ValueError for a doc id stored or repeated (nothing is encoded)."""
+        space); all or nothing. ValueError for a doc id stored or repeated (nothing is encoded); a storage that
+        stops answering raises what it says (Milvus: `MilvusUnavailable`, a ConnectionError)."""
         self._writable()
+        with self._reporting("adding images to"):
+            return self._add_items(items)
+
+    def _reporting(self, doing: str) -> Any:
+        """Around a write: the storage's report of a store that stopped answering (`ReportsUnavailable`)."""
+        return self.storage.writing(doing) if isinstance(self.storage, ReportsUnavailable) else nullcontext()
+
+    def _add_items(self, items: list[dict[str, Any]]) -> list[str]:
         self._ensure_dims()
         ids = [str(item["doc_id"]) for item in items]
         stored = set(self.storage.rows.documents(ids)) if ids else set()
@@ -239,7 +251,7 @@ class KnowledgeBase:
         self.views.clear()
         return batch.doc_ids
 
-    def ingest(self, folder_or_paths: str | os.PathLike | Iterable[str | os.PathLike], **kwargs: Any) -> Any:
+    def ingest(self, folder_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **kwargs: Any) -> Any:
         """Add every image under a folder (or in a list of paths); see `kira.knowledge_base.ingest.ingest`."""
         from kira.knowledge_base.ingest import ingest
 
@@ -281,12 +293,13 @@ class KnowledgeBase:
         False: not now. With no text tower in image space, a backend that stores the bridge gets it refitted
         now."""
         self._writable()
-        generation = self.storage.commit(checkpoint=checkpoint)
-        self._dirty = False
-        self.views.clear()
-        if (isinstance(self.storage, KeepsBridge) and self.dims() is not None and self._models is not None
-                and getattr(self._models, "image_text", None) is None):
-            self.bridge()  # refitted and stored now, so read-only openers find it current
+        with self._reporting("committing"):
+            generation = self.storage.commit(checkpoint=checkpoint)
+            self._dirty = False
+            self.views.clear()
+            if (isinstance(self.storage, KeepsBridge) and self.dims() is not None and self._models is not None
+                    and getattr(self._models, "image_text", None) is None):
+                self.bridge()  # refitted and stored now, so read-only openers find it current
         return generation
 
     def commit_database(self) -> int:
@@ -337,7 +350,8 @@ class KnowledgeBase:
     def __enter__(self) -> KnowledgeBase:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is not None and not self.read_only and not self._closed:
             self.rollback()
         self.close()
@@ -381,6 +395,14 @@ class KnowledgeBase:
         """The compound groups of this commit, in one representation (`kira.knowledge_base.compound`)."""
         return self.views.compounds(self)
 
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
+        """A `CompoundIndex` holding at least every group these documents (doc ids, or document chunk ids) reach:
+        what a query reads of its hits. The whole index of this commit, or where the storage fetches them per hit
+        (Milvus: `ServesCompoundsPerHit`), those groups alone."""
+        if isinstance(self.storage, ServesCompoundsPerHit):
+            return self.storage.compounds_for(doc_ids=doc_ids, chunk_ids=chunk_ids)
+        return self.compounds()
+
     def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
         """(kira._core.CompoundGroups over document-chunk ids, {(a, b): kind} for member pairs)."""
         c = self.compounds()
@@ -401,6 +423,8 @@ class KnowledgeBase:
     def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
         """{word of `text`: the document chunk ids it names}: the words a document id, group id or metadata
         value of this knowledge base holds (kira.knowledge_base.identifiers; read once per commit)."""
+        if isinstance(self.storage, ServesNames):  # asked per word (Milvus: text_match)
+            return self.storage.identifier_postings(text, allow=allow)
         from kira.knowledge_base.identifiers import identifier_index
 
         return self.memo("identifiers", lambda: identifier_index(self)).named(text, allow=allow)

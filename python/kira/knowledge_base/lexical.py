@@ -19,11 +19,12 @@ commit (`KnowledgeBase.lexical()`); building is one pass over the texts.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -46,6 +47,20 @@ NEGATION_CUES = frozenset({"no", "not", "without", "nor", "never", "absent", "ne
 NEGATED = "not:"
 """Prefix of an index term stated under negation: "no crack" indexes "not:crack", not "crack"."""
 _SCOPE_END = re.compile(r"[.,;:!?()\[\]]|\b(?:but|however|although|except)\b")
+
+
+MAX_LEXICAL_CHARS = 20_000
+"""What of one chunk's text the lexical (BM25) index reads: a few thousand words, well past
+any caption or passage it ranks by, so a 10 MB caption no longer costs seconds per commit."""
+
+
+def indexed_text(description: str | None, doc_id: str, metadata: Any) -> str:
+    """The text the lexical index holds for a document or passage chunk: its description, its doc id (hyphens
+    as spaces) and its document's metadata values (`metadata`: a dict, or its JSON text)."""
+    if isinstance(metadata, str):
+        metadata = json.loads(metadata or "{}") if metadata else {}
+    extra = " ".join(str(v) for v in metadata.values()) if isinstance(metadata, dict) else ""
+    return f"{(description or '')[:MAX_LEXICAL_CHARS]} {str(doc_id).replace('-', ' ')} {extra[:MAX_LEXICAL_CHARS]}"
 
 
 def lexical_terms(text: str) -> list[str]:
@@ -86,7 +101,7 @@ class LexicalIndex:
     """An in-memory BM25 index over (chunk id, text) pairs. Build with `LexicalIndex.build`."""
 
     def __init__(self, ids: np.ndarray, lengths: np.ndarray, postings: dict[str, tuple[np.ndarray, np.ndarray]],
-                 counts: Sequence[Counter] | None = None) -> None:
+                 counts: Sequence[Counter[str]] | None = None) -> None:
         self.ids = ids
         self.lengths = lengths
         self.postings = postings
@@ -108,7 +123,7 @@ class LexicalIndex:
         return cls._from_counts(ids, [Counter(lexical_terms(text)) for text in texts])
 
     @classmethod
-    def _from_counts(cls, ids: np.ndarray, counts: list[Counter]) -> LexicalIndex:
+    def _from_counts(cls, ids: np.ndarray, counts: list[Counter[str]]) -> LexicalIndex:
         rows: dict[str, list[int]] = {}
         freqs: dict[str, list[int]] = {}
         lengths = np.zeros(len(ids), dtype=np.float32)

@@ -25,22 +25,22 @@ from kira.knowledge_base.storage import Storage
 BACKENDS = ("embedded", "milvus")
 
 
-def is_embedded_directory(path: str | os.PathLike) -> bool:
+def is_embedded_directory(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a directory holding an embedded knowledge base's database."""
     return (Path(path) / DB_NAME).is_file()
 
 
-def is_milvus_directory(path: str | os.PathLike) -> bool:
+def is_milvus_directory(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a local directory holding a Milvus Lite knowledge base (and no embedded one)."""
     return (Path(path) / LITE_FILE).exists() and not is_embedded_directory(path)
 
 
-def is_knowledge_base(path: str | os.PathLike) -> bool:
+def is_knowledge_base(path: str | os.PathLike[str]) -> bool:
     """Whether the local directory `path` holds a knowledge base of either backend."""
     return is_embedded_directory(path) or is_milvus_directory(path)
 
 
-def backend_of(path: str | os.PathLike, *, backend: str | None = None, uri: str | None = None) -> str:
+def backend_of(path: str | os.PathLike[str], *, backend: str | None = None, uri: str | None = None) -> str:
     """The backend to open `path` with: `backend` when given (checked against `uri`), else "milvus" for a uri
     or a directory holding a Milvus Lite file, "embedded" otherwise. ValueError for an unknown backend or an
     embedded one given a uri."""
@@ -53,7 +53,7 @@ def backend_of(path: str | os.PathLike, *, backend: str | None = None, uri: str 
     return backend
 
 
-def create_storage(path: str | os.PathLike, settings: Mapping[str, str], *, backend: str = "embedded",
+def create_storage(path: str | os.PathLike[str], settings: Mapping[str, str], *, backend: str = "embedded",
                    uri: str | None = None, token: str = "") -> Storage:
     """The storage of a new, empty knowledge base at `path` (or named `path` at `uri`) holding `settings`, open
     for writing (`KnowledgeBase.create` says what is refused)."""
@@ -66,7 +66,7 @@ def create_storage(path: str | os.PathLike, settings: Mapping[str, str], *, back
     return EmbeddedStorage.create(path, settings)
 
 
-def open_storage(path: str | os.PathLike, *, read_only: bool = False, backend: str | None = None,
+def open_storage(path: str | os.PathLike[str], *, read_only: bool = False, backend: str | None = None,
                  uri: str | None = None, token: str = "") -> Storage:
     """The storage of the existing knowledge base at `path` (or named `path` at `uri`); `backend` None finds
     it (`backend_of`)."""
@@ -79,7 +79,7 @@ def open_storage(path: str | os.PathLike, *, read_only: bool = False, backend: s
     return EmbeddedStorage.open(path, read_only=read_only)
 
 
-def exists(path: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
+def exists(path: str | os.PathLike[str], *, uri: str | None = None, token: str = "") -> bool:
     """Whether a knowledge base is at `path` (a local directory of either backend), or named `path` at `uri`."""
     if uri is None:
         return is_knowledge_base(path)
@@ -88,7 +88,7 @@ def exists(path: str | os.PathLike, *, uri: str | None = None, token: str = "") 
     return MilvusStorage.exists(path, uri=uri, token=token)
 
 
-def built_with(path: str | os.PathLike, *, uri: str | None = None, token: str = "") -> dict[str, str]:
+def built_with(path: str | os.PathLike[str], *, uri: str | None = None, token: str = "") -> dict[str, str]:
     """Part -> model identity of the stack that built the knowledge base at `path` (or named `path` at `uri`);
     {} before its first image. Read from its settings alone (an embedded one's index files are not loaded).
     ValueError where there is no knowledge base."""

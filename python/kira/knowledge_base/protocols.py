@@ -54,6 +54,10 @@ class KnowledgeBaseLike(Protocol):
         """``groups=`` for its indexes' searches: at most n chunks per document."""
         ...
 
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> Any:
+        """The `CompoundIndex` of (at least) every group these documents reach: what a query reads of its hits."""
+        ...
+
     def compound_groups(self) -> tuple[Any, dict[tuple[int, int], str]]:
         """(kira._core.CompoundGroups over document chunks, {(a, b): kind})."""
         ...

@@ -21,11 +21,16 @@ the methods of `Storage`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from kira.knowledge_base.batch import WriteBatch
+from kira.knowledge_base.compound import CompoundIndex
+from kira.knowledge_base.rows import ChunkRow, DocumentRow
+
+if TYPE_CHECKING:
+    from kira.models.bridge import TextToImageBridge
 
 
 @runtime_checkable
@@ -33,11 +38,11 @@ class StoredRows(Protocol):
     """Rows read by id (what the stages read through the knowledge base, never directly), and the chunk
     rows its derived views read. The embedded `Store` and the Milvus `MilvusRows` implement it."""
 
-    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, Any]:
+    def chunks(self, ids: Sequence[int] | np.ndarray) -> Mapping[int, ChunkRow]:
         """chunk id -> `ChunkRow`; unknown ids absent."""
         ...
 
-    def documents(self, doc_ids: Iterable[str] | None = None) -> Mapping[str, Any]:
+    def documents(self, doc_ids: Iterable[str] | None = None) -> Mapping[str, DocumentRow]:
         """doc id -> `DocumentRow`; all when None."""
         ...
 
@@ -118,13 +123,23 @@ class StoredRows(Protocol):
 class Storage(Protocol):
     """A backend of the knowledge base (module docstring): ``rows`` answers reads, the methods write and keep.
     ``kind`` is "embedded" or "milvus"; ``where`` names it in messages; ``path`` is its local directory
-    (or, on a Milvus server, its name)."""
+    (or, on a Milvus server, its name). The knowledge base only reads these five, so a backend may hold each
+    as an attribute or a property."""
 
-    kind: str
-    where: str
-    path: Path
-    read_only: bool
-    rows: StoredRows
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def rows(self) -> StoredRows: ...
 
     def get_setting(self, key: str, default: str | None = None) -> str | None:
         """A stored setting (``config`` and ``profile``: their JSON), or `default`."""
@@ -205,8 +220,47 @@ class ServesLexical(Protocol):
 
 @runtime_checkable
 class ServesCompoundPartners(Protocol):
-    def compounds(self) -> Any:
+    def compounds(self) -> CompoundIndex:
         """The compound groups (`kira.knowledge_base.compound.CompoundIndex`) as the backend keeps them."""
+        ...
+
+
+@runtime_checkable
+class ServesCompoundsPerHit(Protocol):
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
+        """The `CompoundIndex` of the groups these documents (doc ids, or document chunk ids) reach, fetched for
+        them alone (what a query reads of its hits; every group is never read at once)."""
+        ...
+
+
+@runtime_checkable
+class ServesNames(Protocol):
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunk ids it names} (kira.knowledge_base.identifiers' rule), answered
+        by the backend per word."""
+        ...
+
+
+@runtime_checkable
+class ReportsUnavailable(Protocol):
+    def writing(self, doing: str) -> Any:
+        """A context manager around a write: a store that stopped answering raises one ConnectionError naming
+        where, what is kept and what to do (Milvus: kira.knowledge_base.milvus.faults)."""
+        ...
+
+
+@runtime_checkable
+class KnowsBridgeCurrent(Protocol):
+    """A `KeepsBridge` whose writer also records, at each commit, that its stored bridge (or that there is
+    none) still holds, so a reader loads it without counting the captioned documents."""
+
+    def bridge_current(self) -> bool:
+        """Whether the stored bridge (or "none") was stored or confirmed at the current generation."""
+        ...
+
+    def confirm_bridge(self, captioned: int) -> None:
+        """Record that at this generation, with `captioned` captioned documents, the stored bridge holds (fewer
+        than 2: that there is none)."""
         ...
 
 
@@ -218,7 +272,7 @@ class KeepsBridge(Protocol):
         """How many captioned documents the stored bridge was fitted on (0: none stored)."""
         ...
 
-    def load_bridge(self) -> Any:
+    def load_bridge(self) -> TextToImageBridge | None:
         """The stored bridge, or None when there is none or it is unreadable (then it is refitted)."""
         ...
 

@@ -11,8 +11,8 @@ levels and groups by document server-side) is asked instead of computing it here
 
 from __future__ import annotations
 
+import functools
 import io
-import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, TypeVar
@@ -21,14 +21,11 @@ import numpy as np
 
 from kira import _core
 from kira.knowledge_base.compound import CompoundIndex
-from kira.knowledge_base.storage import (ServesCompoundPartners, ServesDocumentGroups, ServesLevelFilter,
-                                        ServesLexical, Storage)
+from kira.knowledge_base.storage import (ServesCompoundPartners, ServesCompoundsPerHit, ServesDocumentGroups,
+                                        ServesLevelFilter, ServesLexical, Storage)
 
 T = TypeVar("T")
 
-MAX_LEXICAL_CHARS = 20_000
-"""What of one chunk's text the lexical (BM25) index reads: a few thousand words, well past
-any caption or passage it ranks by, so a 10 MB caption no longer costs seconds per commit."""
 
 
 class DerivedViews:
@@ -51,13 +48,15 @@ class DerivedViews:
         """`build()`'s value, computed once per commit."""
         if key not in self.caches:
             self.caches[key] = build()
-        return self.caches[key]
+        value: T = self.caches[key]
+        return value
 
     def level_ids(self, levels: Iterable[str]) -> np.ndarray:
         """Sorted int64 ids of chunks at `levels` (cached per commit, updated with what changed)."""
         key = tuple(sorted(set(levels)))
-        if isinstance(self.storage, ServesLevelFilter):
-            return self.cached(("levels", key), lambda: self.storage.level_ids(key))
+        storage = self.storage
+        if isinstance(storage, ServesLevelFilter):
+            return self.cached(("levels", key), lambda: storage.level_ids(key))
         rows = self.storage.rows
         return self.cached(("levels", key), lambda: self.kept_view(
             f"levels:{','.join(key)}", read=lambda after, upto: rows.chunk_ids(levels=key, after=after, upto=upto),
@@ -125,13 +124,11 @@ class DerivedViews:
     def lexical_texts(self, after: int, upto: int) -> tuple[list[int], list[str]]:
         """(ids, indexed texts) of the document and passage chunks with after < id <= upto, by id: each
         document chunk with its description, its doc id and its metadata values; each passage with its text."""
+        from kira.knowledge_base.lexical import indexed_text
+
         rows = self.storage.rows.lexical_rows(after, upto)
-        texts = []
-        for _cid, description, doc_id, metadata in rows:
-            values = json.loads(metadata or "{}") if metadata else {}
-            extra = " ".join(str(v) for v in values.values()) if isinstance(values, dict) else ""
-            texts.append(f"{(description or '')[:MAX_LEXICAL_CHARS]} {doc_id.replace('-', ' ')} {extra[:MAX_LEXICAL_CHARS]}")
-        return [int(r[0]) for r in rows], texts
+        return [int(r[0]) for r in rows], [indexed_text(description, doc_id, metadata)
+                                           for _cid, description, doc_id, metadata in rows]
 
     def lexical_index(self) -> Any:
         """The lexical index, kept across commits (`kept_view`): only the chunks added since it was last built
@@ -155,7 +152,10 @@ class DerivedViews:
             keep = ~np.isin(previous[0], gone)
             return np.concatenate([previous[0][keep], new[0]]), np.concatenate([previous[1][keep], new[1]])
 
-        return self.kept_view("doc_chunk_map", read=read, build=lambda r: r, update=update)
+        def build(first: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            return first
+
+        return self.kept_view("doc_chunk_map", read=read, build=build, update=update)
 
 
 def decode_thumbnail(png: bytes | None) -> np.ndarray | None:
@@ -211,8 +211,10 @@ def warm(kb: Any) -> dict[str, float]:
     for spec in DERIVED_VIEWS:
         if spec is DOC_CHUNK_MAP and isinstance(kb.storage, ServesDocumentGroups):
             continue  # the backend groups by document itself
+        if spec is COMPOUNDS and isinstance(kb.storage, ServesCompoundsPerHit):
+            continue  # queries fetch their hits' groups; every group is never read at once
         method = getattr(kb, spec.name, None)  # the knowledge base's own reader (it may ask the backend instead)
-        steps[spec.name] = method if callable(method) else (lambda spec=spec: kb.view(spec))
+        steps[spec.name] = method if callable(method) else functools.partial(kb.view, spec)
     if kb.dims() is not None and getattr(kb.models, "image_text", None) is None:
         steps["bridge"] = kb.bridge  # how a text question reaches the visual index
     seconds: dict[str, float] = {}

@@ -137,6 +137,7 @@ class TextToImageBridge:
         Raises ValueError if the bridge is not fitted or the width is wrong.
         """
         w = self._require()
+        assert self._x_mean is not None and self._y_mean is not None  # set with the weights
         x = _matrix(text_vectors, "text_vectors", allow_empty=True)
         if x.shape[1] != w.shape[0]:
             raise ValueError(f"text_vectors have width {x.shape[1]}, the bridge was fitted on width {w.shape[0]}")
@@ -145,6 +146,7 @@ class TextToImageBridge:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the fitted map to `path` (.npz, no pickle) atomically. Returns the path."""
         w = self._require()
+        assert self._x_mean is not None and self._y_mean is not None  # set with the weights
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         fit = self.last_fit

@@ -24,11 +24,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from kira.models.loading import file_sha256, verify_sha256, write_atomic
+
+if TYPE_CHECKING:
+    import onnx
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +116,7 @@ def ensure_onnx(weights_dir: Path | None = None, *, out_dir: Path | None = None)
     return write_atomic(target, data)
 
 
-def build_graph(weights: Path, config: dict) -> "onnx.ModelProto":  # noqa: F821
+def build_graph(weights: Path, config: dict) -> onnx.ModelProto:
     """The BERT encoder + mean pooling + L2 normalisation as an ONNX model.
 
     Inputs: input_ids, attention_mask (int64, (batch, tokens)). Output: embeddings

@@ -116,7 +116,7 @@ class OcrReader:
         ratio = cfg.det_min_side / min(h, w) if min(h, w) < cfg.det_min_side else 1.0
         ratio = min(ratio, cfg.det_max_side / max(h, w)) if max(h, w) * ratio > cfg.det_max_side else ratio
         rh, rw = (max(32, int(round(v * ratio / 32)) * 32) for v in (h, w))
-        img = np.asarray(Image.fromarray(bgr).resize((rw, rh), Image.BILINEAR), dtype=np.float32)
+        img = np.asarray(Image.fromarray(bgr).resize((rw, rh), Image.Resampling.BILINEAR), dtype=np.float32)
         return ((img / 255.0 - 0.5) / 0.5).transpose(2, 0, 1)[None]
 
     def detect(self, image: ImageLike) -> list[tuple[np.ndarray, float]]:
@@ -153,7 +153,7 @@ class OcrReader:
             if min(side_u, side_v) < cfg.min_box_side:
                 continue
             d = side_u * side_v * cfg.unclip_ratio / (2.0 * (side_u + side_v))
-            quad = _grow(quad, d)
+            quad = _grow(quad, float(d))
             quad[:, 0] = np.clip(quad[:, 0] / pw * w, 0, w)
             quad[:, 1] = np.clip(quad[:, 1] / ph * h, 0, h)
             if min(np.linalg.norm(quad[1] - quad[0]), np.linalg.norm(quad[3] - quad[0])) > 3:
@@ -181,7 +181,7 @@ class OcrReader:
             batch = np.zeros((len(idx), 3, cfg.rec_height, width), np.float32)
             for j, i in enumerate(idx):
                 rw = min(width, max(1, int(np.ceil(cfg.rec_height * ratios[j]))))
-                img = np.asarray(Image.fromarray(ready[i]).resize((rw, cfg.rec_height), Image.BILINEAR), np.float32)
+                img = np.asarray(Image.fromarray(ready[i]).resize((rw, cfg.rec_height), Image.Resampling.BILINEAR), np.float32)
                 batch[j, :, :, :rw] = ((img / 255.0 - 0.5) / 0.5).transpose(2, 0, 1)
             (probs,) = self._rec.run({self._rec.input_names[0]: batch})
             for j, i in enumerate(idx):
@@ -255,8 +255,8 @@ def _crop_quad(rgb: np.ndarray, quad: np.ndarray) -> np.ndarray:
     height = max(1, int(round(np.linalg.norm(quad[3] - quad[0]))))
     ul, ur, lr, ll = quad
     data = (*ul, *ll, *lr, *ur)  # PIL's QUAD: upper-left, lower-left, lower-right, upper-right
-    img = Image.fromarray(rgb).transform((width, height), Image.QUAD, data=tuple(float(v) for v in data),
-                                         resample=Image.BILINEAR)
+    img = Image.fromarray(rgb).transform((width, height), Image.Transform.QUAD, data=tuple(float(v) for v in data),
+                                         resample=Image.Resampling.BILINEAR)
     return np.asarray(img)
 
 

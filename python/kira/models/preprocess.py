@@ -66,7 +66,7 @@ def preprocess_image(image: ImageLike, config: Preprocess) -> np.ndarray:
             pixels = np.asarray(Image.fromarray(pixels).resize((nw, nh), resample=_resample(config.interpolation)))
     if config.crop is not None:
         pixels = center_crop(pixels, *config.crop)
-    out = pixels.astype(np.float32)
+    out: np.ndarray = pixels.astype(np.float32)
     if config.rescale is not None:
         out = (pixels.astype(np.float64) * config.rescale).astype(np.float32)
     if config.mean is not None and config.std is not None:

@@ -89,7 +89,8 @@ class _TensorRef:
     def to_numpy(self) -> np.ndarray:
         base, offset = self.storage, self.offset
         if isinstance(base, _View):
-            base, offset = base.root, offset + base.offset
+            offset += base.offset
+            base = base.root
         if base.data is None:
             raise CheckpointError("a tensor refers to a storage whose bytes are missing from the file")
         flat = base.data

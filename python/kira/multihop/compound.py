@@ -22,14 +22,17 @@ def expand_groups(kb: KnowledgeBaseLike, fused: Fused, config: KiraConfig, allow
     """
     from kira import _core
 
-    groups, kinds = kb.compound_groups()
-    if len(groups) == 0 or not len(fused.ids):
+    if not len(fused.ids):
         return 0
     best: dict[int, float] = {}
     for d, score in zip(kb.document_chunk_of(fused.ids).tolist(), fused.scores.tolist()):
         if d >= 0:
             best[d] = max(best.get(d, 0.0), score)
     if not best:
+        return 0
+    compounds = kb.compounds_for(chunk_ids=best)  # the groups these documents are in (fetched per hit on Milvus)
+    groups, kinds = compounds.core, compounds.kinds
+    if len(groups) == 0:
         return 0
     order = sorted(best, key=lambda d: (-best[d], d))
     ids, scores, origin = _core.expand_compound(

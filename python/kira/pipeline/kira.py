@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy.typing as npt
 
@@ -121,7 +121,7 @@ class Kira:
         Returns {part: seconds}. Answers are the same with or without it.
         """
         seconds = self.kb.warm()
-        steps = {
+        steps: dict[str, Callable[[], object]] = {
             "fine_levels": lambda: self.kb.level_ids(FINE_LEVELS),
             "document_level": lambda: self.kb.level_ids(["document"]),  # how many documents feedback may average
             "identifiers": lambda: self.kb.identifier_postings(""),  # the names a question may use (per commit)

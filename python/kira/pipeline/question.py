@@ -48,7 +48,7 @@ def _named_subjects(kb: KnowledgeBaseLike, postings: dict[str, np.ndarray]) -> n
     for term, ids in postings.items():
         for cid in ids.tolist():
             held.setdefault(doc_of[cid] if doc_of[cid] >= 0 else cid, set()).add(term)
-    partners = kb.group_partners()
+    partners = kb.compounds_for(chunk_ids=held).partners  # the groups of these documents alone (per hit on Milvus)
     subject = {d: frozenset(terms.union(*(held.get(p, ()) for p in partners.get(d, ())))) for d, terms in held.items()}
     distinct = set(subject.values())
     named = {d for d, terms in subject.items() if not any(terms < other for other in distinct)}

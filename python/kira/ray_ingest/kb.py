@@ -97,7 +97,8 @@ class KbEncodeAndWrite:
         from kira.knowledge_base.inputs import clean_text, tags_arg
 
         status: dict[str, tuple[str, str, int]] = {}
-        items, ordinals = [], []
+        items: list[dict[str, Any]] = []
+        ordinals: list[int] = []
         for path, doc_id, ordinal in zip(batch["path"], batch["doc_id"], batch["ordinal"]):
             path, doc_id = str(path), str(doc_id)
             try:
@@ -133,7 +134,7 @@ class KbEncodeAndWrite:
                 "node": np.array([self.node] * len(paths), dtype=object)}
 
 
-def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = None, actors: int | None = None,
+def ingest_ray_kb(kb: Any, source: str | os.PathLike[str], *, address: str | None = None, actors: int | None = None,
                   cpus_per_actor: float = 1.0, batch_size: int = 16, captions: Mapping[str, str] | None = None,
                   tags: Callable[[Any], Iterable[str]] | None = None,
                   metadata: Callable[[Any], dict[str, Any]] | None = None, follow_links: bool = False,
@@ -205,8 +206,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike, *, address: str | None = N
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows) // batch_size, 1000)))
         ds = ds.map_batches(KbEncodeAndWrite, fn_constructor_kwargs={"target": target, "options": options},
                             batch_size=batch_size, batch_format="numpy", num_cpus=cpus_per_actor,
-                            compute=ray.data.ActorPoolStrategy(size=pool),
-                            scheduling_strategy="SPREAD")  # actors over the cluster's nodes, not packed on one
+                            compute=ray.data.ActorPoolStrategy(size=pool))
         for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
             summary.batches += 1
             nodes.update(str(n) for n in batch.get("node", ()) if n)

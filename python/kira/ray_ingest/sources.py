@@ -63,7 +63,7 @@ def walk_order(relative: str) -> list[tuple[int, str]]:
     return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
 
 
-def list_sources(source: str | os.PathLike, *, follow_links: bool = False) -> list[tuple[str, str]]:
+def list_sources(source: str | os.PathLike[str], *, follow_links: bool = False) -> list[tuple[str, str]]:
     """(path, doc id) of every image under `source`, sorted by the path relative to it: a local folder or
     file, or a pyarrow filesystem uri. Doc ids are the local ingest's (the relative path without its suffix,
     `kira.knowledge_base.ingest.relative_doc_ids`). ValueError where nothing is there."""
@@ -131,7 +131,7 @@ def lite_server_uri(config: MilvusConfig) -> str:
         return config.uri
     from milvus_lite import server_manager_instance
 
-    uri = server_manager_instance.start_and_get_uri(config.uri)
+    uri: str | None = server_manager_instance.start_and_get_uri(config.uri)
     if uri is None:
         raise ConnectionError(f"could not start Milvus Lite for {config.uri!r}; see the milvus_lite log")
     return uri

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kira.reasoning.citations import find_citations, split_claims
 from kira.reasoning.protocols import CriticDecision, EvidenceCritic, Generator
 from kira.reasoning.template_generator import TemplateGenerator
 from kira.reasoning.types import LEVELS, Answer, Claim, EvidenceItem, EvidencePack
+
+if TYPE_CHECKING:  # the names _LAZY imports on first use, as the type checker sees them
+    from kira.reasoning.critic import LMCritic, SimilarityCritic
+    from kira.reasoning.lm_generator import LanguageModelGenerator
+    from kira.reasoning.openai_generator import GenerationError, OpenAICompatibleGenerator
+    from kira.reasoning.relevance import Relevance, RelevanceJudge
+    from kira.reasoning.verifier import GroundingVerifier
 
 _LAZY = {
     "GroundingVerifier": "kira.reasoning.verifier",
@@ -37,7 +44,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is not None:
         return getattr(importlib.import_module(module), name)

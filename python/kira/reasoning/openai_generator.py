@@ -191,7 +191,8 @@ class OpenAICompatibleGenerator:
             what = f"did not answer within {timeout:g} s" if isinstance(exc, TimeoutError) else f"dropped the connection ({exc})"
             raise _Transient(f"{self.url} {what}") from None
         try:
-            return json.loads(body)
+            reply: dict[str, Any] = json.loads(body)
+            return reply
         except json.JSONDecodeError as exc:
             raise GenerationError(f"{self.url} returned a body that is not JSON: {body[:200]!r}") from exc
 

@@ -76,7 +76,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
@@ -84,6 +84,9 @@ from kira.reasoning.sentences import GENERIC_QUESTION_WORDS
 from kira.reasoning.shown import Shown, asks_about_appearance, shown
 from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem, EvidencePack
+
+if TYPE_CHECKING:
+    from kira.models.protocols import TextEncoder
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +190,7 @@ class RelevanceJudge:
     to share if the encoder is.
     """
 
-    def __init__(self, encoder: Any, *, abstain_z: float = ABSTAIN_Z, probes: Sequence[str] = PROBES,
+    def __init__(self, encoder: TextEncoder, *, abstain_z: float = ABSTAIN_Z, probes: Sequence[str] = PROBES,
                  appearance_words: Sequence[str] = (), vocabulary: Sequence[str] = (),
                  near_label_z: float = NEAR_LABEL_Z) -> None:
         if not probes:
@@ -206,14 +209,17 @@ class RelevanceJudge:
 
     def _unit(self, texts: Sequence[str]) -> np.ndarray:
         v = np.asarray(self.encoder.encode(list(texts)), dtype=np.float32)
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        unit: np.ndarray = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        return unit
 
     def probe_vectors(self, appearance: bool = False) -> np.ndarray:
         """The unit vectors of the probes (of `APPEARANCE_PROBES` for an appearance question), encoded once."""
         if self._probe_vectors is None:
             self._probe_vectors = self._unit(self.probes)
             self._appearance_vectors = self._unit(APPEARANCE_PROBES)
-        return self._appearance_vectors if appearance else self._probe_vectors
+        vectors = self._appearance_vectors if appearance else self._probe_vectors
+        assert vectors is not None  # both are set together, above
+        return vectors
 
     def standouts(self, question: str, texts: Sequence[str], *, question_vector: np.ndarray | None = None,
                   known: Mapping[str, np.ndarray] | None = None, appearance: bool = False) -> np.ndarray:
@@ -238,7 +244,8 @@ class RelevanceJudge:
         centre = np.median(probe, axis=0)
         q75, q25 = np.percentile(probe, [75, 25], axis=0)
         spread = np.maximum((q75 - q25) / 1.349, MIN_SPREAD)
-        return (cos - centre) / spread
+        z: np.ndarray = (cos - centre) / spread
+        return z
 
     def warm(self) -> None:
         """Encode the probes and the label vocabulary now (a service's start-up), not in the first ask."""

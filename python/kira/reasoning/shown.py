@@ -101,7 +101,7 @@ class Shown:
         return "; ".join(self.looks)
 
 
-def _strings(value: Any) -> tuple[str, ...]:
+def _strings(value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value.strip(),) if value.strip() else ()
     if isinstance(value, (list, tuple)):
@@ -109,7 +109,7 @@ def _strings(value: Any) -> tuple[str, ...]:
     return ()
 
 
-def _labels(value: Any) -> tuple[tuple[str, float], ...]:
+def _labels(value: object) -> tuple[tuple[str, float], ...]:
     out: list[tuple[str, float]] = []
     for entry in value if isinstance(value, (list, tuple)) else ():
         if isinstance(entry, Mapping) and entry.get("label"):
@@ -120,7 +120,7 @@ def _labels(value: Any) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(out, key=lambda lp: -lp[1]))
 
 
-def _text_read(value: Any) -> tuple[str, ...]:
+def _text_read(value: object) -> tuple[str, ...]:
     lines = []
     for entry in value if isinstance(value, (list, tuple)) else ():
         text = entry.get("text") if isinstance(entry, Mapping) else entry
@@ -144,7 +144,8 @@ def shown(item: EvidenceItem) -> Shown:
     prov = item.provenance if isinstance(item.provenance, Mapping) else {}
     caption = prov.get("caption") if isinstance(prov.get("caption"), str) else ""
     passage = prov.get("label") if item.level == "passage" and isinstance(prov.get("label"), str) else ""
-    metadata = prov.get("metadata") if isinstance(prov.get("metadata"), Mapping) else {}
+    given = prov.get("metadata")
+    metadata: Mapping[str, object] = given if isinstance(given, Mapping) else {}
     described = "described_by" in prov  # a knowledge base wrote the summary from these fields
     if not described:
         written = "" if (caption or passage) else item.summary.strip()

@@ -123,9 +123,10 @@ def _phrase(question: str, names: list[str]) -> str:
     "1 and 3") with the plural noun next to them ("PA and lateral views", "fields 1 and 3"); "" if the
     names are not one run of words in the question."""
     spans = [re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", question, re.I) for w in names]
-    if any(m is None for m in spans):
+    found = [m for m in spans if m is not None]
+    if len(found) < len(spans):
         return ""
-    start, end = min(m.start() for m in spans), max(m.end() for m in spans)
+    start, end = min(m.start() for m in found), max(m.end() for m in found)
     run = question[start:end]
     if len(re.findall(r"[\w-]+", run)) > 2 * len(names) + 1:  # "PA ... and ... lateral" far apart: not one naming
         return ""

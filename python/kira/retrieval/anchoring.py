@@ -71,7 +71,8 @@ def clear_visual_match(kb: KnowledgeBaseLike, image: Ranking, config: RetrievalC
     spread = scores[0] - scores[-1]
     if spread <= 0 or scores[0] - scores[1] < config.clear_match_margin * spread:
         return np.zeros(0, np.int64)
-    return image.ids[docs == next(iter(best))]
+    anchored: np.ndarray = image.ids[docs == next(iter(best))]
+    return anchored
 
 
 def lead_with_named(fused: Fused, named: np.ndarray, path: RetrievalPath = RetrievalPath.IDENTIFIER) -> Fused:

@@ -63,8 +63,9 @@ def build_app(config: ServeConfig, models: Any = None) -> Any:
         err = ApiError(422, "bad_request", str(exc), "the message says what to change")
         return JSONResponse(err.body(), status_code=422)
 
-    app.add_exception_handler(Overloaded, on_overloaded)
-    app.add_exception_handler(ValueError, on_value_error)
+    # Starlette types a handler's exception as Exception; it calls each with the class it is registered for
+    app.add_exception_handler(Overloaded, on_overloaded)  # type: ignore[arg-type]
+    app.add_exception_handler(ValueError, on_value_error)  # type: ignore[arg-type]
 
     default_openapi = app.openapi
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
-def validation_error(errors: list[dict[str, Any]]) -> ApiError:
+def validation_error(errors: Sequence[Mapping[str, Any]]) -> ApiError:
     """A 422 ApiError from pydantic's error list, naming each bad field."""
     problems = []
     fixes = []

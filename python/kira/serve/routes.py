@@ -186,6 +186,7 @@ async def add_document(request: Request) -> Any:
 
     svc = await _service(request)
     commit = _commit_flag(request)
+    body: AddDocumentRequest  # _FormAdd for multipart
     if request.headers.get("content-type", "").startswith("multipart/"):
         # multipart carries the image as a file; the model still wants the field, so fill it after parsing
         body, image = await parse(request, _FormAdd, svc.config.max_upload_bytes)

@@ -22,7 +22,7 @@ def _variants() -> list[str]:
 def _variant(default: str, description: str) -> Any:
     """The `variant` field: a str whose schema lists kira.pipeline.VARIANTS as its enum (the route answers an
     unknown one with 422 `unknown_variant`, naming them)."""
-    return Field(default, description=description, json_schema_extra={"enum": _variants()})
+    return Field(default, description=description, json_schema_extra={"enum": [*_variants()]})
 
 
 CARDS = ("none", "json", "html", "text")

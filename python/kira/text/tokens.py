@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from typing import Any
+from typing import Callable
 
 STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
@@ -31,9 +31,9 @@ _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 _local = threading.local()
 
 
-def _stemmer() -> Any:
+def _stemmer() -> Callable[[str], str]:
     """This thread's Snowball English stemmer (PyStemmer's objects are not thread-safe)."""
-    st = getattr(_local, "stemmer", None)
+    st: Callable[[str], str] | None = getattr(_local, "stemmer", None)
     if st is None:
         try:
             import Stemmer  # PyStemmer: Snowball compiled to C

@@ -435,7 +435,7 @@ def build(seed: int, size: BuildSize) -> DomainDataset:
         questions.append(Question(f"circuits-v{i:03d}", "circuits", "visual", _VISUAL[i % 3], answer, by_label[lab],
                                   lab, query_image=_draw(q, "A", rng)))
     complete = [d for d in designs if f"circuits-{d[0].name}-revB" in kept]
-    order = rng.permutation(len(complete)) if complete else []
+    order: np.ndarray | list[int] = rng.permutation(len(complete)) if complete else []
     for i in range(n_hop):
         design, change, effect = complete[int(order[i % len(order)])]
         text = f"How does revision B of design {design.name} differ from revision A, and what does the change do?"

@@ -159,7 +159,7 @@ def build(seed: int, size: BuildSize) -> DomainDataset:
         questions.append(Question(f"histopathology-v{i:03d}", "histopathology", "visual", _VISUAL[i % 3], answer,
                                   by_label[lab], lab, query_image=render(rng, lab, grade, tissue)))
     complete = [s for s, g in zip(slides, [None] * len(slides)) if f"histopathology-{s[0]}-f3" in kept]
-    order = rng.permutation(len(complete)) if complete else []
+    order: np.ndarray | list[int] = rng.permutation(len(complete)) if complete else []
     for i in range(n_hop):
         slide, lab, grade, tissue = complete[int(order[i % len(order)])]
         a, b = (1, 3) if i % 2 == 0 else (2, 3)

@@ -41,6 +41,10 @@ _DESCRIPTIONS = {
 def _scene(rng: np.random.Generator, label: str, changed: bool, layout_seed: int, size: int = IMAGE_SIZE) -> np.ndarray:
     """Draw one tile. The same layout_seed draws the same place; `changed` applies the label's change."""
     lay = np.random.default_rng(layout_seed)
+    x: float  # positions and sizes: whole pixels in some layouts, fractions in others
+    y: float
+    w: float
+    h: float
     canvas = Image.new("RGB", (size, size))
     draw = ImageDraw.Draw(canvas)
     if label == "urban":
@@ -196,7 +200,7 @@ def build(seed: int, size: BuildSize) -> DomainDataset:
         questions.append(Question(f"satellite-v{i:03d}", "satellite", "visual", _VISUAL[i % 3], answer, by_label[lab],
                                   lab, query_image=image))
     complete = [t for t in tiles if f"satellite-{t[0]}-d1" in kept]
-    order = rng.permutation(len(complete)) if complete else []
+    order: np.ndarray | list[int] = rng.permutation(len(complete)) if complete else []
     for i in range(n_hop):
         tile, lab, changed, dates = complete[int(order[i % len(order)])]
         text = f"Compare tile {tile} acquired on {dates[0]} with its acquisition on {dates[1]}: what changed?"

@@ -55,7 +55,7 @@ QUICK_CHECK_PAGES = 65536
 pages): SQLite's quick_check reads every page."""
 
 
-def check_embedded(path: str | os.PathLike, *, repair: bool = False) -> CheckReport:
+def check_embedded(path: str | os.PathLike[str], *, repair: bool = False) -> CheckReport:
     """Verify the embedded knowledge base at `path` (module docstring); with `repair`, fix what disagreed, then
     check again. Raises ValueError when `path` holds no database, or (with `repair`) when another process has it
     open for writing."""
@@ -125,7 +125,7 @@ def _check_settings(path: Path, report: CheckReport) -> bool:
     return ok
 
 
-def database_problem(path: str | os.PathLike, *, max_pages: int | None = None) -> str | None:
+def database_problem(path: str | os.PathLike[str], *, max_pages: int | None = None) -> str | None:
     """What is wrong with the database of the embedded knowledge base at `path`, in a sentence with
     the fix, or None when SQLite's ``quick_check`` finds it sound. A database of more than
     `max_pages` pages (default `QUICK_CHECK_PAGES`) is not read whole (None; `kira check` reads

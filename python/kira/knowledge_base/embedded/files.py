@@ -15,7 +15,10 @@ import os
 import shutil
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kira.models.bridge import TextToImageBridge
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +106,7 @@ def check_archive(path: Path) -> None:
         raise zipfile.BadZipFile(f"{path}: member {bad} is damaged")
 
 
-def load_bridge(path: Path) -> Any:
+def load_bridge(path: Path) -> TextToImageBridge | None:
     """The bridge saved at `path`, or None (logged) when it is unreadable."""
     from kira.models.bridge import TextToImageBridge
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from kira.knowledge_base.embedded import files
 from kira.knowledge_base.embedded.store import DB_NAME, Store
 from kira.knowledge_base.embedded.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces,
                                                   remove_stale_temporaries, write_json_atomic)
+
+if TYPE_CHECKING:
+    from kira.models.bridge import TextToImageBridge
 
 
 def _adapter_transform(adapter: Any, raw_dim: int) -> tuple[Any, int]:
@@ -60,7 +63,7 @@ class EmbeddedStorage:
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike, settings: Mapping[str, str]) -> EmbeddedStorage:
+    def create(cls, path: str | os.PathLike[str], settings: Mapping[str, str]) -> EmbeddedStorage:
         """A new, empty knowledge base directory at `path` holding `settings` (``config``: a KiraConfig's JSON),
         open for writing. ValueError where `path` is a file or a non-empty directory."""
         path = Path(path)
@@ -75,7 +78,7 @@ class EmbeddedStorage:
         return storage
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, read_only: bool = False) -> EmbeddedStorage:
+    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> EmbeddedStorage:
         """The knowledge base directory at `path`; its index files are loaded, never rebuilt (a gap left by a
         crash is repaired from the stored vectors). ValueError where `path` holds no knowledge base, its
         config.json is missing or broken, or (writing) another process writes to it."""
@@ -160,7 +163,7 @@ class EmbeddedStorage:
     def bridge_fitted_on(self) -> int:
         return int(self.store.get_meta("bridge_fitted_on", "0") or 0) if self.store.get_meta("bridge_file") else 0
 
-    def load_bridge(self) -> Any:
+    def load_bridge(self) -> TextToImageBridge | None:
         return files.load_bridge(self.path / (self.store.get_meta("bridge_file") or ""))
 
     def save_bridge(self, bridge: Any, fitted_on: int) -> None:

@@ -294,6 +294,7 @@ class Store(StoreReads):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (doc_id, level, parent_id, x0, y0, x1, y1, description, vblob, tblob, chunk_digest(vblob, tblob)),
         )
+        assert cur.lastrowid is not None  # every INSERT sets it
         return int(cur.lastrowid)
 
     def insert_pieces(self, doc_id: str, texts: Sequence[str], vectors: np.ndarray) -> None:

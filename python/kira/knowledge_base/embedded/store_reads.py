@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -29,6 +29,8 @@ def _space_column(space: str) -> str:
 
 class StoreReads:
     """Mixin of `Store`: its read queries (module docstring). Needs ``conn``."""
+
+    conn: sqlite3.Connection  # the Store's connection
 
     def vectors(self, space: str, ids: Sequence[int] | np.ndarray, dim: int) -> np.ndarray:
         """float32 (n, dim) raw vectors of `ids` in `space` ('visual' or 'text'), in the given order;
@@ -101,7 +103,7 @@ class StoreReads:
             intact.append(not digests or row[2] is None or space_digest(blob) == bytes(row[2])[half])
         found = np.asarray(keep_ids, dtype=np.int64)
         vecs = np.frombuffer(b"".join(keep), dtype="<f4").reshape(len(keep), dim).astype(np.float32)
-        finite = np.isfinite(vecs).all(axis=1)
+        finite = cast("np.ndarray", np.isfinite(vecs).all(axis=1))  # numpy's stub: maybe a scalar
         clean = np.where(np.isfinite(vecs), vecs, 0).astype(np.float64)
         squared = np.einsum("ij,ij->i", clean, clean)
         sane = finite & (squared <= _FLOAT32_MAX) & (squared >= _FLOAT32_TINY)

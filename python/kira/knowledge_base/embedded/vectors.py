@@ -36,7 +36,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -66,7 +66,7 @@ class RepairReport:
         return not any(self.added.values()) and not any(self.removed.values()) and not any(self.rebuilt.values())
 
 
-def make_index(kind: str, dim: int, dtype: str = "f32") -> Any:
+def make_index(kind: str, dim: int, dtype: Literal["f32", "f16", "i8"] = "f32") -> Any:
     """A new empty core index of `kind` ('flat' or 'hnsw')."""
     from kira import _core
 
@@ -359,7 +359,8 @@ class VectorSpaces:
                 or not isinstance(data.get("generation"), int)):
             log.warning("manifest %s is not a kira manifest; verifying indexes against the database", path)
             return {}
-        return data
+        manifest: dict[str, Any] = data
+        return manifest
 
     def reproject_visual(self, store: Store, transform: Callable[[np.ndarray], np.ndarray] | None, dim: int) -> None:
         """Rebuild the visual index from the raw vectors through a new transform (adapter change)."""

@@ -35,7 +35,7 @@ UNIT_TOLERANCE = 1e-3
 _BATCH = 1024
 
 
-def check_milvus(path_or_name: str | os.PathLike, *, repair: bool = False, uri: str | None = None,
+def check_milvus(path_or_name: str | os.PathLike[str], *, repair: bool = False, uri: str | None = None,
                  token: str = "") -> CheckReport:
     """Verify the Milvus-backed knowledge base `path_or_name` (a directory holding Milvus Lite, or with
     `uri` its name there); with `repair`, delete its orphan chunks and check again (`CheckReport.remaining`).
@@ -51,7 +51,7 @@ def check_milvus(path_or_name: str | os.PathLike, *, repair: bool = False, uri: 
     return report
 
 
-def _open(path_or_name: str | os.PathLike, uri: str | None, token: str, *, read_only: bool) -> Any:
+def _open(path_or_name: str | os.PathLike[str], uri: str | None, token: str, *, read_only: bool) -> Any:
     from kira.knowledge_base.milvus.storage import MilvusStorage
 
     return MilvusStorage.open(path_or_name, uri=uri, token=token, read_only=read_only)
@@ -64,7 +64,7 @@ def _profile(storage: Any) -> Any:
     return DomainProfile.from_dict(json.loads(stored)) if stored else DomainProfile()
 
 
-def _verify(path_or_name: str | os.PathLike, uri: str | None, token: str) -> CheckReport:
+def _verify(path_or_name: str | os.PathLike[str], uri: str | None, token: str) -> CheckReport:
     kb = _open(path_or_name, uri, token, read_only=True)
     where = os.fspath(path_or_name) if uri is None else f"{kb.name} at {kb.uri}"
     report = CheckReport(where)
@@ -149,7 +149,7 @@ def _vector_problem(vector: Any) -> str | None:
     return None
 
 
-def _repair(path_or_name: str | os.PathLike, uri: str | None, token: str, report: CheckReport) -> None:
+def _repair(path_or_name: str | os.PathLike[str], uri: str | None, token: str, report: CheckReport) -> None:
     """Delete the orphan chunks (what `_verify` reported), and publish the change to readers."""
     from kira.knowledge_base.milvus.writes import delete_chunks
 

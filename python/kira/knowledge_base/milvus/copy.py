@@ -53,7 +53,7 @@ def knowledge_base_records(kb: Any, *, batch: int = 1024) -> Iterator[ChunkRecor
                 visual=vectors["visual"].get(cid), text=vectors["text"].get(cid))
 
 
-def copy_to_milvus(kb: Any, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "",
+def copy_to_milvus(kb: Any, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "",
                    batch: int = 1024) -> Any:
     """Copy the embedded knowledge base `kb` to a new Milvus-backed one (named `path_or_name` at `uri`, or Milvus
     Lite in the directory `path_or_name`; module docstring) and return it (a knowledge base of `kb`'s class),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from kira.knowledge_base.batch import WriteBatch
 from kira.knowledge_base.milvus.records import KbRecords, document_value, piece_value, thumbnail_value
@@ -55,7 +55,7 @@ def milvus_rows(batch: WriteBatch, ordinals: Sequence[int]) -> KbBatch:
                              "split it")
     out = KbBatch()
     for doc, ordinal in zip(batch.documents, ordinals):
-        common = dict(doc_id=doc.doc_id, doc_chunk=chunk_id(ordinal, 0), tags=doc.tags, metadata=dict(doc.metadata),
+        common: dict[str, Any] = dict(doc_id=doc.doc_id, doc_chunk=chunk_id(ordinal, 0), tags=doc.tags, metadata=dict(doc.metadata),
                       groups={f"{kind}:{gid}": position for kind, gid, position in doc.groups})
         for j, chunk in enumerate(doc.chunks):
             out.records.append(ChunkRecord(

@@ -23,7 +23,7 @@ def collection_name(name: str) -> str:
     return slug[:200]
 
 
-def target(path_or_name: str | os.PathLike, uri: str | None) -> tuple[str, str, Path | None]:
+def target(path_or_name: str | os.PathLike[str], uri: str | None) -> tuple[str, str, Path | None]:
     """(uri, collection, local directory or None) of a Milvus-backed knowledge base (module docstring)."""
     if uri is None:
         path = Path(path_or_name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
@@ -28,7 +28,8 @@ class MilvusRows:
 
     @property
     def records(self) -> KbRecords:
-        return self.storage.records
+        records: KbRecords = self.storage.records
+        return records
 
     def _chunks(self) -> Any:
         return self.storage.collection
@@ -67,7 +68,7 @@ class MilvusRows:
     def chunks(self, ids: Sequence[int] | np.ndarray) -> dict[int, ChunkRow]:
         out = {}
         for r in self.query_ids(ids, ["doc_id", "level", "parent", "box", "description"]):
-            box = tuple(int(b) for b in r["box"]) if r["box"] else None
+            box = cast("tuple[int, int, int, int]", tuple(int(b) for b in r["box"])) if r["box"] else None
             out[int(r["id"])] = ChunkRow(int(r["id"]), r["doc_id"], r["level"],
                                          int(r["parent"]) if int(r["parent"]) >= 0 else None, box, r["description"] or "")
         return out
@@ -154,7 +155,8 @@ class MilvusRows:
         col = self._chunks()
         if col is None:
             return 0
-        return col.count(f'level == "document" and array_contains(groups, {json.dumps(f"{kind}:{group_id}")})')
+        size: int = col.count(f'level == "document" and array_contains(groups, {json.dumps(f"{kind}:{group_id}")})')
+        return size
 
     def captioned_document_ids(self) -> np.ndarray:
         docs = [d for d, v in self._documents(None).items() if v.get("caption") or v.get("tags")]
@@ -167,7 +169,8 @@ class MilvusRows:
         index = self.storage.index(space)
         if index is None:
             return np.zeros((0, dim), dtype=np.float32)
-        return index.get_vectors(np.asarray(ids, dtype=np.int64))
+        stored: np.ndarray = index.get_vectors(np.asarray(ids, dtype=np.int64))
+        return stored
 
     # ---- what derived views read --------------------------------------------------------
     @staticmethod
@@ -210,7 +213,8 @@ class MilvusRows:
     def described_chunks(self, doc_ids: Iterable[str], *, levels: Iterable[str]
                          ) -> dict[str, tuple[str | None, bool, list[tuple[str, str]]]]:
         docs = self._documents(list(dict.fromkeys(doc_ids)))
-        out = {d: (v["caption"], bool(v["width"]), []) for d, v in docs.items()}
+        out: dict[str, tuple[str | None, bool, list[tuple[str, str]]]] = {
+            d: (v["caption"], bool(v["width"]), []) for d, v in docs.items()}
         names = list(out)
         for start in range(0, len(names), QUERY_IDS):
             part = names[start:start + QUERY_IDS]

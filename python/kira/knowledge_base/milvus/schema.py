@@ -19,8 +19,10 @@ import logging
 import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from kira.knowledge_base.milvus.lexical import terms_name
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,7 @@ class MilvusConfig:
     nlist: int = 128  # IVF cells
     nprobe: int = 16  # IVF cells visited per search
     bm25: bool = True  # derive a BM25 sparse vector from each description (Milvus full-text search)
+    kira_terms: bool = True  # keep kira's BM25 terms and name words in ``<collection>__terms`` (knowledge_base.milvus.lexical)
     batch_size: int = 512  # rows per upsert call
     timeout: float = 10.0  # seconds for connecting and for each call
     extra_index_params: dict[str, Any] = field(default_factory=dict)  # passed through to the index
@@ -157,13 +160,13 @@ def build_index_params(client: Any, config: MilvusConfig) -> Any:
     return params
 
 
-def _field_signature(field_info: dict) -> tuple[str, int | None]:
+def _field_signature(field_info: dict[str, Any]) -> tuple[str, int | None]:
     type_name = getattr(field_info.get("type"), "name", str(field_info.get("type")))
     dim = (field_info.get("params") or {}).get("dim")
     return type_name, int(dim) if dim is not None else None
 
 
-def schema_mismatches(described: dict, config: MilvusConfig) -> list[str]:
+def schema_mismatches(described: dict[str, Any], config: MilvusConfig) -> list[str]:
     """What differs between an existing collection (`describe_collection`'s dict) and `config`'s schema."""
     have = {f["name"]: _field_signature(f) for f in described.get("fields", [])}
     want = expected_fields(config)
@@ -193,10 +196,11 @@ class _LiteTimestampNoise(logging.Filter):
 
 def _locked_cause(error: BaseException) -> bool:
     """Whether `error` (or what caused it) is Milvus Lite's "another process holds the lock"."""
-    while error is not None:
-        if type(error).__name__ == "DataDirLockedError":
+    cause: BaseException | None = error
+    while cause is not None:
+        if type(cause).__name__ == "DataDirLockedError":
             return True
-        error = error.__cause__ or error.__context__
+        cause = cause.__cause__ or cause.__context__
     return False
 
 
@@ -350,6 +354,36 @@ def close_client(client: Any) -> None:
                 log.debug("released the Milvus Lite file %s", path)
 
 
+def create_terms_collection(client: Any, name: str) -> None:
+    """Create the terms collection `name` (kira.knowledge_base.milvus.lexical): id, doc_id, level, ``lexical`` with its BM25
+    vector, ``names``, and the chunk's ``groups`` / ``group_order`` (kira.knowledge_base.milvus.compounds)."""
+    from kira.knowledge_base.lexical import BM25_B, BM25_K1
+    from kira.knowledge_base.milvus.lexical import MAX_TERMS_CHARS
+
+    pm = require_pymilvus()
+    dt = pm.DataType
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                  description="kira's BM25 terms and name words of document and passage chunks")
+    schema.add_field("id", dt.INT64, is_primary=True)  # the chunk id
+    schema.add_field("doc_id", dt.VARCHAR, max_length=MAX_NAME)
+    schema.add_field("level", dt.VARCHAR, max_length=16)
+    schema.add_field("lexical", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
+    schema.add_field("lexical_bm25", dt.SPARSE_FLOAT_VECTOR)
+    schema.add_field("names", dt.VARCHAR, max_length=MAX_TERMS_CHARS, enable_analyzer=True, enable_match=True)
+    # the document's group memberships, as on its chunks: per-hit compound fetches read document rows only
+    schema.add_field("groups", dt.ARRAY, element_type=dt.VARCHAR, max_capacity=MAX_GROUPS, max_length=MAX_NAME)
+    schema.add_field("group_order", dt.JSON)
+    schema.add_function(pm.Function(name="lexical_bm25_fn", function_type=pm.FunctionType.BM25,
+                                    input_field_names=["lexical"], output_field_names=["lexical_bm25"]))
+    params = client.prepare_index_params()
+    # one JSON "params" entry, as kira.knowledge_base.milvus.schema sends its knobs (Milvus Lite 3.2 ignores
+    # knobs sent as keys of their own, and its default k1 is 1.5)
+    params.add_index(field_name="lexical_bm25", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
+                     params={"params": {"bm25_k1": BM25_K1, "bm25_b": BM25_B}})
+    client.create_collection(name, schema=schema, index_params=params, consistency_level="Strong")
+
+
+
 class MilvusCollection:
     """A connected pymilvus client and one knowledge base's collection, checked at open.
 
@@ -386,16 +420,22 @@ class MilvusCollection:
     def attach(cls, client: Any, config: MilvusConfig, *, create: bool = True) -> "MilvusCollection":
         """`open` on an already connected pymilvus client (the caller keeps closing it)."""
         if client.has_collection(config.collection):
+            if config.kira_terms and not client.has_collection(terms_name(config.collection)):
+                config = replace(config, kira_terms=False)  # made before kira stored its terms (format 1)
             problems = schema_mismatches(client.describe_collection(config.collection), config)
             if problems:
                 raise ValueError(f"collection {config.collection!r} at {config.uri!r} does not match this "
                                  f"knowledge base's config: {'; '.join(problems)}. Open it with the config it "
                                  "was created with, or use another collection name")
             client.load_collection(config.collection)
+            if config.kira_terms:
+                client.load_collection(terms_name(config.collection))
         elif create:
             client.create_collection(config.collection, schema=build_schema(client, config),
                                      index_params=build_index_params(client, config),
                                      consistency_level="Strong")
+            if config.kira_terms:
+                create_terms_collection(client, terms_name(config.collection))
             log.info("created Milvus collection %s at %s (%s)", config.collection, config.uri, config.index)
         else:
             raise LookupError(f"no collection {config.collection!r} at {config.uri!r}; create it first")
@@ -411,11 +451,13 @@ class MilvusCollection:
         unflushed rows by brute force in Python (5k rows: 290 ms a search before a flush, 27 ms after);
         a server flushes on its own and discourages frequent calls."""
         self.client.flush(self.name)
+        if self.config.kira_terms:
+            self.client.flush(terms_name(self.name))
         self.generation += 1
 
     def drop(self) -> None:
-        """Delete the whole collection (every chunk of this knowledge base) and its ``__meta`` collection."""
-        for name in (self.name, f"{self.name}__meta"):
+        """Delete the whole collection (every chunk of this knowledge base), its ``__meta`` and ``__terms``."""
+        for name in (self.name, f"{self.name}__meta", terms_name(self.name)):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
 

@@ -11,7 +11,13 @@ Writes go to Milvus at once, batched and idempotent by chunk id (kira.knowledge_
 has no transactions: `rollback` cannot undo writes already sent (it says so in the log). One writer
 at a time per knowledge base, as with the embedded backend (not enforced across machines).
 The level filter and the per-document grouping of a search run in Milvus (`level_ids`,
-`document_groups`: the optional capabilities of kira.knowledge_base.storage).
+`document_groups`: the optional capabilities of kira.knowledge_base.storage), and so do the lexical
+search (`lexical`: Milvus's BM25 over kira's terms), the names a question uses (`identifier_postings`)
+and the compound groups of a query's hits (`compounds_for`), over ``<name>__terms``
+(kira.knowledge_base.milvus.lexical, .compounds); the bridge is stored at commit
+(kira.knowledge_base.milvus.stored_views). Nothing is read whole into the process for a query. A
+knowledge base of format 1 (no ``__terms``) answers the first two from rows read here, as before.
+A server that stops answering during a write raises `MilvusUnavailable` (kira.knowledge_base.milvus.faults).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -29,8 +35,11 @@ from kira.knowledge_base.milvus.location import LITE_FILE, target
 from kira.knowledge_base.milvus.records import KbRecords, piece_value
 from kira.knowledge_base.milvus.rows import MilvusRows
 
+if TYPE_CHECKING:
+    from kira.knowledge_base.compound import CompoundIndex
+
 log = logging.getLogger(__name__)
-FORMAT = 1
+FORMAT = 2  # 2: <name>__terms holds kira's terms, names and groups (milvus.lexical); the bridge is stored
 KIRA_KEYS = {"index_kind": "index", "levels": "levels", "caption_children": "caption_children"}
 """Settings kept inside the ``setting:kira`` row (as every Milvus knowledge base since format 1 has them)."""
 
@@ -55,6 +64,8 @@ class MilvusStorage:
         self._changed = False  # written since the last generation bump
         self._unflushed = False  # written since the last flush
         self._doc_chunk: dict[int, int] = {}  # chunk id -> document chunk id, of the ids asked about since a commit
+        self._lexical: Any = None  # this commit's lexical index (MilvusLexical, or format 1: an in-process one)
+        self._names: Any = None  # format 1: this commit's IdentifierIndex
 
     @property
     def where(self) -> str:
@@ -62,7 +73,7 @@ class MilvusStorage:
 
     # ---- construction -----------------------------------------------------------------
     @classmethod
-    def create(cls, path_or_name: str | os.PathLike, settings: Mapping[str, str], *, uri: str | None = None,
+    def create(cls, path_or_name: str | os.PathLike[str], settings: Mapping[str, str], *, uri: str | None = None,
                token: str = "") -> MilvusStorage:
         """A new, empty knowledge base with `settings`, open for writing. ValueError where it (or a non-empty
         local directory) exists; ImportError naming ``kira[milvus]``; ConnectionError naming the uri."""
@@ -90,7 +101,7 @@ class MilvusStorage:
         return storage
 
     @classmethod
-    def exists(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "") -> bool:
+    def exists(cls, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "") -> bool:
         """Whether a knowledge base of this name is at `uri` (or, without one, in the directory)."""
         from kira.knowledge_base.milvus.schema import close_client, connect
 
@@ -104,7 +115,7 @@ class MilvusStorage:
             close_client(client)
 
     @classmethod
-    def open(cls, path_or_name: str | os.PathLike, *, uri: str | None = None, token: str = "",
+    def open(cls, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "",
              read_only: bool = False) -> MilvusStorage:
         """The knowledge base named `path_or_name` (checked before anything is written: ValueError where there
         is none, where it is not a kira knowledge base or was written by a newer kira)."""
@@ -146,9 +157,11 @@ class MilvusStorage:
             if KIRA_KEYS[key] not in self.settings:
                 return default
             value = self.settings[KIRA_KEYS[key]]
-            return {"levels": lambda: json.dumps(value), "caption_children": lambda: "1" if value else "0"}.get(
-                key, lambda: str(value))()
-        return self.records.get_one(f"setting:{key}", default)
+            spelled: dict[str, Callable[[], str]] = {"levels": lambda: json.dumps(value),
+                                                     "caption_children": lambda: "1" if value else "0"}
+            return spelled.get(key, lambda: str(value))()
+        setting: str | None = self.records.get_one(f"setting:{key}", default)
+        return setting
 
     def put_settings(self, values: Mapping[str, str]) -> None:
         rows = {f"setting:{k}": v for k, v in values.items() if k not in KIRA_KEYS}
@@ -212,6 +225,98 @@ class MilvusStorage:
         count = (lambda: self.collection.count()) if self.collection is not None else (lambda: 0)
         return DocumentGroups(group_of=self.document_chunk_of, count=count)
 
+    def _forget(self) -> None:
+        self._doc_chunk, self._lexical, self._names = {}, None, None
+
+    def _kira_terms(self) -> bool:
+        return self.collection is not None and self.collection.config.kira_terms
+
+    def lexical(self) -> Any:
+        """This commit's lexical index: `MilvusLexical` (Milvus's BM25 over kira's terms in ``__terms``), or for
+        a format-1 knowledge base kira's `LexicalIndex` built here from the document and passage rows."""
+        if self._lexical is None:
+            if self._kira_terms():
+                from kira.knowledge_base.milvus.lexical import MilvusLexical
+                from kira.knowledge_base.milvus.lexical import terms_name
+
+                col = self.collection
+                self._lexical = MilvusLexical(col.client, terms_name(col.name), timeout=col.config.timeout,
+                                              resolve_allow=self._indexes["text"].resolve_allow)
+            else:
+                from kira.knowledge_base.lexical import LexicalIndex, indexed_text
+
+                rows = self.rows.lexical_rows(0, None)
+                self._lexical = LexicalIndex.build([int(r[0]) for r in rows], [indexed_text(*r[1:]) for r in rows])
+        return self._lexical
+
+    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
+        """{word of `text`: the document chunk ids it names}: one ``text_match`` query per word (format 1: the
+        documents read once per commit, kira.knowledge_base.identifiers)."""
+        named: Mapping[str, np.ndarray]
+        if self._kira_terms():
+            named = self.lexical().named(text, allow=allow)
+            return named
+        if self._names is None:
+            from kira.knowledge_base.identifiers import rows_identifier_index
+
+            self._names = rows_identifier_index(self.rows)
+        named = self._names.named(text, allow=allow)
+        return named
+
+    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
+        """The `CompoundIndex` of the groups these documents reach, fetched by filter from ``__terms``'s document
+        rows (format 1: from the chunk collection; kira.knowledge_base.milvus.compounds)."""
+        from kira.knowledge_base.compound import CompoundIndex
+        from kira.knowledge_base.milvus.compounds import compounds_for
+        from kira.knowledge_base.milvus.lexical import terms_name
+
+        col = self.collection
+        if col is None:
+            return CompoundIndex.build([], {})
+        rows = terms_name(col.name) if self._kira_terms() else col.name
+        return compounds_for(col.client, rows, doc_ids=doc_ids, chunk_ids=chunk_ids, timeout=col.config.timeout)
+
+    # ---- the stored bridge (KeepsBridge, KnowsBridgeCurrent: kira.knowledge_base.milvus.stored_views) ------
+    def bridge_fitted_on(self) -> int:
+        from kira.knowledge_base.milvus.stored_views import stored_bridge_info
+
+        info = stored_bridge_info(self.records)
+        return int(info["fitted_on"]) if info and info.get("parts") else 0
+
+    def load_bridge(self) -> Any:
+        from kira.knowledge_base.milvus.stored_views import load_bridge
+
+        try:
+            return load_bridge(self.records)
+        except ValueError as exc:
+            log.warning("%s: %s; refitting it", self.where, exc)
+            return None
+
+    def save_bridge(self, bridge: Any, fitted_on: int) -> None:
+        from kira.knowledge_base.milvus.stored_views import store_bridge
+
+        store_bridge(self.records, bridge, fitted_on, self.generation())
+
+    def bridge_current(self) -> bool:
+        from kira.knowledge_base.milvus.stored_views import stored_bridge_info
+
+        info = stored_bridge_info(self.records)
+        if not info:
+            return False
+        return int(info.get("generation", -1)) == self.generation()
+
+    def confirm_bridge(self, captioned: int) -> None:
+        from kira.knowledge_base.milvus.stored_views import confirm_bridge
+
+        confirm_bridge(self.records, captioned, self.generation())
+
+    def writing(self, doing: str) -> Any:
+        """A context turning "the server stopped answering" into one `MilvusUnavailable` that names what is kept
+        (kira.knowledge_base.milvus.faults)."""
+        from kira.knowledge_base.milvus.faults import writing_to
+
+        return writing_to(self.uri, self.name, self._seen_generation, doing)
+
     # ---- writing ----------------------------------------------------------------------
     def write(self, batch: WriteBatch) -> None:
         """Reserve the batch's ordinals (only once it converted: no ids wasted on errors) and write it."""
@@ -220,20 +325,21 @@ class MilvusStorage:
 
         rows = milvus_rows(batch, list(range(len(batch.documents))))
         self.records.check(rows.documents)
-        shift = reserve_ordinals(self.collection, len(batch.documents)) * CHUNKS_PER_IMAGE
-        for r in rows.records:
-            r.id += shift
-            r.doc_chunk += shift
-            if r.parent >= 0:
-                r.parent += shift
-        write_items(self.collection, self.records, rows)
+        with self.writing("adding images to"):
+            shift = reserve_ordinals(self.collection, len(batch.documents)) * CHUNKS_PER_IMAGE
+            for r in rows.records:
+                r.id += shift
+                r.doc_chunk += shift
+                if r.parent >= 0:
+                    r.parent += shift
+            write_items(self.collection, self.records, rows)
         self.note_external_writes()
 
     def note_external_writes(self) -> None:
         """Say that chunks were written (by this process or a Ray job's actors): the next commit flushes them
         and publishes the new generation."""
         self._changed = self._unflushed = True
-        self._doc_chunk = {}
+        self._forget()
 
     def write_pieces(self, pieces: Mapping[str, tuple[Sequence[str], np.ndarray]]) -> None:
         rows = {f"piece:{d}": piece_value(list(texts), vectors) for d, (texts, vectors) in pieces.items()}
@@ -247,23 +353,25 @@ class MilvusStorage:
 
         if not self.rows.has_document(doc_id) and not orphaned(self, [doc_id]):
             return False
-        if self.collection is not None:
-            delete_documents(self.collection, [doc_id])
-        self.records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
+        with self.writing("removing a document from"):
+            if self.collection is not None:
+                delete_documents(self.collection, [doc_id])
+            self.records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
         self.note_external_writes()
         return True
 
     def commit(self, *, checkpoint: bool | None = None) -> int:
         """Flush the chunks written since the last flush (Milvus seals them into indexed segments; not with
         `checkpoint` False) and, where anything changed, bump the generation other processes' `refresh` reads."""
-        if checkpoint is not False and self._unflushed and self.collection is not None:
-            self.collection.flush()
-            self._unflushed = False
-        if not self._changed:
-            return self._seen_generation
-        generation = self.generation() + 1
-        self.records.put({"setting:generation": str(generation)})
-        self.records.client.flush(self.records.name)
+        with self.writing("committing"):
+            if checkpoint is not False and self._unflushed and self.collection is not None:
+                self.collection.flush()
+                self._unflushed = False
+            if not self._changed:
+                return self._seen_generation
+            generation = self.generation() + 1
+            self.records.put({"setting:generation": str(generation)})
+            self.records.client.flush(self.records.name)
         self._seen_generation = generation
         self._changed = False
         return generation
@@ -284,7 +392,7 @@ class MilvusStorage:
                 self.open_spaces(dims, create=False)
         for index in self._indexes.values():
             index.forget_len()  # another process wrote: its count is not this collection object's to know
-        self._doc_chunk = {}
+        self._forget()
         self._seen_generation = generation
         return True
 
@@ -299,10 +407,10 @@ class MilvusStorage:
         self.records, self.collection, self._indexes = None, None, {}
 
     def drop(self) -> None:
-        """Delete the knowledge base from Milvus (its chunk, settings and ordinal collections), and close."""
+        """Delete the knowledge base from Milvus (its chunk, terms, settings and ordinal collections), and close."""
         from kira.knowledge_base.milvus.schema import close_client
 
-        for name in (self.name, f"{self.name}__meta", self.records.name):
+        for name in (self.name, f"{self.name}__meta", f"{self.name}__terms", self.records.name):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
         close_client(self.client)

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from kira.knowledge_base.milvus.lexical import delete_terms, upsert_terms
 from kira.knowledge_base.milvus.schema import MAX_DESCRIPTION, MAX_GROUPS, MAX_TAGS, MilvusCollection
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ def _send(collection: MilvusCollection, rows: list[dict[str, Any]]) -> int:
     if len(set(ids)) != len(ids):
         raise ValueError("a batch repeats a chunk id; give each chunk its own id")
     result = collection.client.upsert(collection.name, rows, timeout=collection.config.timeout)
+    upsert_terms(collection, rows)  # after the chunks: a term hit always finds its chunk
     collection.generation += 1
     return int(result.get("upsert_count", len(rows)) if isinstance(result, dict) else len(rows))
 
@@ -121,6 +123,7 @@ def delete_documents(collection: MilvusCollection, doc_ids: Sequence[str]) -> in
         return 0
     expr = f"doc_id in {_quoted(doc_ids)}"
     before = collection.count(expr)
+    delete_terms(collection, expr)
     collection.client.delete(collection.name, filter=expr)
     collection.generation += 1
     return before
@@ -129,6 +132,7 @@ def delete_documents(collection: MilvusCollection, doc_ids: Sequence[str]) -> in
 def delete_chunks(collection: MilvusCollection, ids: Sequence[int]) -> None:
     """Delete chunks by id (ids not stored are ignored)."""
     if len(ids):
+        delete_terms(collection, ids=[int(i) for i in ids])
         collection.client.delete(collection.name, ids=[int(i) for i in ids])
         collection.generation += 1
 
@@ -142,7 +146,9 @@ def replace_documents(collection: MilvusCollection, records: Sequence[ChunkRecor
         by_doc.setdefault(r.doc_id, []).append(int(r.id))
     if by_doc:
         keep = sorted(i for ids in by_doc.values() for i in ids)
-        collection.client.delete(collection.name, filter=f"doc_id in {_quoted(by_doc)} and not (id in {keep})")
+        stale = f"doc_id in {_quoted(by_doc)} and not (id in {keep})"
+        delete_terms(collection, stale)
+        collection.client.delete(collection.name, filter=stale)
         collection.generation += 1
     return written
 

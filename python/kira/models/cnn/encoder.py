@@ -127,7 +127,7 @@ def _build(config: CnnConfig, cache: Path | None) -> tuple[Path, W.WeightSource]
 
         source = W.MOBILENET_V2
     elif config.arch == "efficientnet_lite0":
-        from kira.models.cnn.efficientnet_lite import build_graph  # type: ignore[no-redef]
+        from kira.models.cnn.efficientnet_lite import build_graph  # type: ignore[no-redef, assignment]
 
         source = W.EFFICIENTNET_LITE0
     else:
@@ -185,13 +185,13 @@ class CnnImageEncoder:
         s = self.config.size
         pil = Image.fromarray(image)
         if pil.size != (s, s):
-            pil = pil.resize((s, s), Image.BILINEAR, reducing_gap=None)
+            pil = pil.resize((s, s), Image.Resampling.BILINEAR, reducing_gap=None)
         return np.asarray(pil, dtype=np.float32).transpose(2, 0, 1) / 255.0
 
     # ---- forward passes -----------------------------------------------------------------
     @staticmethod
     def _key(image: np.ndarray) -> bytes:
-        h = hashlib.blake2b(memoryview(np.ascontiguousarray(image)).cast("B"), digest_size=16)
+        h = hashlib.blake2b(np.ascontiguousarray(image).data.cast("B"), digest_size=16)
         h.update(np.asarray(image.shape, np.int64).tobytes())
         return h.digest()
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from kira.images import ImageLike, load_image
 from kira.models.default.saliency import SaliencyProposer
+from kira.models.protocols import RegionProposer
 
 # Hue sectors (degrees, upper bound exclusive) -> colour name, for chromatic pixels.
 _HUE_NAMES = ((15, "red"), (45, "orange"), (70, "yellow"), (165, "green"), (195, "cyan"), (255, "blue"),
@@ -101,7 +102,7 @@ class Describer:
 
     def __init__(
         self,
-        proposer: SaliencyProposer | None = None,
+        proposer: RegionProposer | None = None,
         *,
         work_size: int = 96,
         max_regions: int = 3,
@@ -128,7 +129,7 @@ class Describer:
         s = self.work_size
         small = pixels if max(h, w) <= s else np.asarray(
             Image.fromarray(pixels).resize((s, max(1, round(h * s / w))) if w >= h else (max(1, round(w * s / h)), s),
-                                           Image.BILINEAR, reducing_gap=2.0)
+                                           Image.Resampling.BILINEAR, reducing_gap=2.0)
         )
         rgb = small.astype(np.float32) / 255.0
         grey = 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]

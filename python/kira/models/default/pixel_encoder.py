@@ -136,7 +136,7 @@ class PixelEncoder:
             pixels = load_image(item)
             if pixels.shape[0] != s or pixels.shape[1] != s:
                 # reducing_gap: integer box reduction first, then antialiased bilinear (Pillow docs)
-                pixels = np.asarray(Image.fromarray(pixels).resize((s, s), Image.BILINEAR, reducing_gap=2.0))
+                pixels = np.asarray(Image.fromarray(pixels).resize((s, s), Image.Resampling.BILINEAR, reducing_gap=2.0))
             out[i] = pixels
         return out
 

@@ -62,7 +62,7 @@ class SaliencyProposer:
         cfg = self.config
         pixels = load_image(image)
         s = cfg.work_size
-        small = np.asarray(Image.fromarray(pixels).resize((s, s), Image.BILINEAR, reducing_gap=2.0))
+        small = np.asarray(Image.fromarray(pixels).resize((s, s), Image.Resampling.BILINEAR, reducing_gap=2.0))
         return self.propose_prepared(small[None])[0]
 
     def propose_prepared(self, small: np.ndarray) -> np.ndarray:

@@ -62,7 +62,7 @@ def export_cross_encoder(checkpoint: str | os.PathLike, out_dir: str | os.PathLi
     cfg = model.config
     names, args = _dummy(torch, int(cfg.vocab_size), _has_token_types(cfg))
 
-    class Cross(torch.nn.Module):
+    class Cross(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model
@@ -110,7 +110,7 @@ def export_sentence(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *
     pooling = _pooling_mode(ckpt)
     names, args = _dummy(torch, int(cfg.vocab_size), _has_token_types(cfg))
 
-    class Sentence(torch.nn.Module):
+    class Sentence(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model

@@ -74,7 +74,7 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
             flat += [layer.keys, layer.values]
         return tuple(flat)
 
-    class Vision(torch.nn.Module):
+    class Vision(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model
@@ -85,7 +85,7 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
             q = self.m.qformer(query_embeds=queries, encoder_hidden_states=image_embeds).last_hidden_state
             return self.m.language_projection(q.to(image_embeds.dtype)).float()
 
-    class Prefill(torch.nn.Module):
+    class Prefill(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model
@@ -97,7 +97,7 @@ def export_blip2(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, d
                                       **{kv_arg: DynamicCache()})
             return (o.logits[:, -1].float(),) + flatten(o.past_key_values)
 
-    class Step(torch.nn.Module):
+    class Step(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model

@@ -44,7 +44,7 @@ def export_clip(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, dt
                                 default_to_square=False)
     h, w = pre.output_size
 
-    class Vision(torch.nn.Module):
+    class Vision(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model
@@ -53,7 +53,7 @@ def export_clip(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, dt
             pooled = self.m.vision_model(pixel_values=pixel_values.to(tdtype)).pooler_output
             return self.m.visual_projection(pooled).float()
 
-    class Text(torch.nn.Module):
+    class Text(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model

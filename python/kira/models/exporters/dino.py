@@ -51,7 +51,7 @@ def export_dino(checkpoint: str | os.PathLike, out_dir: str | os.PathLike, *, dt
     if h % patch or w % patch:
         raise ValueError(f"model input {h}x{w} is not a multiple of the patch size {patch}")
 
-    class Dino(torch.nn.Module):
+    class Dino(torch.nn.Module):  # type: ignore[name-defined]  # torch: require_torch()
         def __init__(self) -> None:
             super().__init__()
             self.m = model

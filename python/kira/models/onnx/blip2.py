@@ -43,6 +43,7 @@ class OnnxBlip2Captioner:
             raise ValueError(f"{self.manifest.root}: this is a {self.manifest.kind} export, not blip2")
         if self.manifest.preprocess is None:
             raise ValueError(f"{self.manifest.root}: BLIP-2 manifest has no preprocessing section")
+        self.preprocess = self.manifest.preprocess
         open_ = lambda role: open_session(self.manifest.path(role), prefer_cuda=prefer_cuda, threads=threads)  # noqa: E731
         self.sessions: dict[str, OnnxSession] = {r: open_(r) for r in ("vision", "prefill", "step")}
         self.provider = self.sessions["vision"].provider
@@ -63,7 +64,7 @@ class OnnxBlip2Captioner:
         images = list(images)
 
         def one(s: slice) -> np.ndarray:
-            return run(self.sessions["vision"], {"pixel_values": preprocess_batch(images[s], self.manifest.preprocess)})[0]
+            return run(self.sessions["vision"], {"pixel_values": preprocess_batch(images[s], self.preprocess)})[0]
 
         out, self.batch_size = run_chunked(one, len(images), self.batch_size)
         return out

@@ -29,6 +29,7 @@ class OnnxDinoRegionProposer:
             raise ValueError(f"{self.manifest.root}: this is a {self.manifest.kind} export, not dino")
         if self.manifest.preprocess is None:
             raise ValueError(f"{self.manifest.root}: DINO manifest has no preprocessing section")
+        self.preprocess = self.manifest.preprocess
         self.session = open_session(self.manifest.path("model"), prefer_cuda=prefer_cuda, threads=threads)
         self.provider = self.session.provider
         self.grid = (int(self.manifest.dims["grid_h"]), int(self.manifest.dims["grid_w"]))
@@ -37,7 +38,7 @@ class OnnxDinoRegionProposer:
 
     def _outputs(self, images: list[ImageLike]) -> tuple[np.ndarray, np.ndarray]:
         def one(s: slice) -> np.ndarray:
-            cls, attn = run(self.session, {"pixel_values": preprocess_batch(images[s], self.manifest.preprocess)})
+            cls, attn = run(self.session, {"pixel_values": preprocess_batch(images[s], self.preprocess)})
             return np.concatenate([cls, attn.mean(axis=1)], axis=1)  # type: ignore[arg-type]
 
         out, self.batch_size = run_chunked(one, len(images), self.batch_size)
