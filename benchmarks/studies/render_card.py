@@ -12,7 +12,7 @@ Open the PNGs and check: the no-match or low-confidence banner above the questio
 answer box unlike the question box; [Evidence N] links; evidence that says what each photo
 shows (classifier label with its probability), then how it looks; no Python reprs or
 "None"; each timing beside its value; a hop chain of document names, not chunk ids.
-tests/test_explain_html.py checks the same page structurally.
+tests/explain/test_explain_html.py checks the same page structurally.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# Type stub for the compiled module kira._core. tests/test_core_stub.py checks that every
+# Type stub for the compiled module kira._core. tests/core/test_core_stub.py checks that every
 # name here exists in the module and vice versa.
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ class GroundingConfig(_Checked):
     verifier_sim_floor: float = _f(0.5, -1, 1)  # MiniLM cosine of same-domain sentences stating different findings
     verifier_attn_floor: float = _f(0.15, 0, 1)  # share of content tokens a claim matches by chance
     # The default critic's logistic, P = sigmoid(slope * (cos - midpoint) + overlap_weight * overlap), checked on
-    # the 20 captioned photos of benchmarks/real_photos.py, not DomainVQA-R (kira.reasoning.critic explains it)
+    # the 20 captioned photos of benchmarks/suites/real_photos.py, not DomainVQA-R (kira.reasoning.critic explains it)
     critic_slope: float = _f(15.0, 0)
     critic_midpoint: float = _f(0.45, -1, 1)
     critic_overlap_weight: float = _f(2.0, 0)

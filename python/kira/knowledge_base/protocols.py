@@ -2,7 +2,7 @@
 
 `KnowledgeBaseLike` is everything `kira.Kira` and `kira serve` ask of a knowledge base; they never
 read its storage. `kira.knowledge_base.KnowledgeBase` satisfies it on every backend (a new backend
-implements `kira.knowledge_base.storage.Storage`, not this); tests/test_kb_protocols.py checks that
+implements `kira.knowledge_base.storage.Storage`, not this); tests/knowledge_base/test_kb_protocols.py checks that
 every ``kb.<name>`` the pipeline, reasoning and serve packages use is listed here.
 """
 

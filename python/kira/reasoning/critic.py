@@ -11,12 +11,12 @@ Two critics share one filtering rule (`filter_by_probability`):
   tokens found (stemmed) in the summary (kira.reasoning.verifier.token_alignment).
   Calibration (all-MiniLM-L6-v2). The constants were first fitted on four synthetic domains
   (kira.eval.calibration_data) and then checked on real photos, never DomainVQA-R: on the 20
-  captioned scikit-image / scikit-learn photos of benchmarks/real_photos.py a question's cosine
+  captioned scikit-image / scikit-learn photos of benchmarks/suites/real_photos.py a question's cosine
   with its own photo's caption is at least 0.28 (median 0.59), with the other 19 captions median
   0.11 (95th percentile 0.35). A logistic fit of "own caption" there gives slope 11.6, midpoint
   0.57, overlap_weight 1.9; keeping every caption above 0.1 for its question would need midpoint
   0.42 ("metal money" for "old coins lying on a table", cosine 0.28). Both were run through the
-  pipeline (benchmarks/real_photos.py, mobilenet_v2): the critic keeps the asked photo in all three
+  pipeline (benchmarks/suites/real_photos.py, mobilenet_v2): the critic keeps the asked photo in all three
   (recall 1.00, precision 0.76 / 0.51 / 0.59 at 0.57 / 0.42 / 0.45), but 0.57 and 0.42 each lose one
   uncaptioned question from the grounded top 3 (0.60 against 0.65). So slope 15, midpoint 0.45 and
   overlap_weight 2, inside the real data's range, are kept (`GroundingConfig`).

@@ -14,7 +14,7 @@ which an answer abstains); the second keeps only those about as much on topic as
 one (within SEED_MARGIN_Z robust standard deviations): documents equally about the question
 (ten handwritten digits for "handwritten digits") all seed it, while one that shares a word and
 a little meaning ("a wall clock" for "a masonry wall") does not. On the captioned photos of
-benchmarks/real_photos.py the asked photo led the next on-topic one by 2.9-4.3 in every
+benchmarks/suites/real_photos.py the asked photo led the next on-topic one by 2.9-4.3 in every
 question where feedback had amplified such a match (brick, camera, gravel, grass); 1.5 sits
 inside that gap with room on both sides. An item nothing recorded says
 anything about (an uncaptioned scan with no label) cannot be judged and is never a seed. With

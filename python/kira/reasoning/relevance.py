@@ -54,7 +54,7 @@ labels is still NEAR the question when v_L >= NEAR_LABEL_Z. The answer is then g
 leads, the answer says what the classifier saw, confidence = r * support stays low); with no
 near item it abstains (``grade`` "abstain", ``relevant`` False). Without a vocabulary (a stack
 with no classifier, the pixel descriptor) neither rule applies. Both points were set on
-benchmarks/answers_real_photos.py's uncaptioned photos (docs/reasoning.md, never DomainVQA-R):
+benchmarks/suites/answers_real_photos.py's uncaptioned photos (docs/reasoning.md, never DomainVQA-R):
 labels that name what was asked stand 4.1-12.5 above ('espresso' for "a cup of coffee", 'Egyptian
 cat' for "a kitten", 'military uniform'); labels of the same kind where the classifier had the right
 name stand 2.0-3.1 with that name 3.7-7.3 higher ('Egyptian cat' for "an elephant", 'motor scooter'

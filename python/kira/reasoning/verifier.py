@@ -33,13 +33,13 @@ the 95th percentile), and such claims share the domain's generic words (the kind
 of image, the view) with the evidence, so s ~ 0.4 for claims the evidence does not support.
 Rescaling each signal from its empirical unrelated-pair level to [0, 1] (sim_floor 0.5
 for the cosine, attn_floor 0.15 for the alignment) keeps the formula and threshold and
-makes them separate: on the planted-claim test in tests/test_reasoning_verifier.py
+makes them separate: on the planted-claim test in tests/reasoning/test_reasoning_verifier.py
 (kira.eval.calibration_data: four domains, 60 supported claims, 289 unsupported
 ones about other findings, made-up facts, other domains, or citing the wrong item) it
 flags 96.9% of unsupported and 3.3% of supported claims (95.5% and 0% before the s_sim = 0 rule; the raw
 formula: 72.3% and 0%).
 Checked on real data (never DomainVQA-R): over the 20 one-line captions of the scikit-image /
-scikit-learn photos of benchmarks/real_photos.py, captions of different photos have cosine median
+scikit-learn photos of benchmarks/suites/real_photos.py, captions of different photos have cosine median
 0.15 (95th percentile 0.37, max 0.60) and token alignment median 0.00 (95th percentile 0.17), so
 both floors sit at or above the unrelated level of real captions too; a caption cited as evidence
 for another photo's caption (a wrong citation) is flagged in all 380 pairs.

@@ -21,7 +21,7 @@ def kb_path(tmp_path):
 def _tamper(kb_path, doc: str) -> int:
     """Overwrite one document chunk's stored visual vector with another valid vector (a page
     that still parses), in a knowledge base stored before kira wrote vector digests (its
-    digests are cleared: tests/test_kb_check_digests.py has the case with them)."""
+    digests are cleared: tests/knowledge_base/test_kb_check_digests.py has the case with them)."""
     conn = sqlite3.connect(kb_path / "kira.sqlite")
     chunk = conn.execute("SELECT id FROM chunks WHERE doc_id = ? AND level = 'document'", (doc,)).fetchone()[0]
     vector = np.random.default_rng(0).standard_normal(48).astype("<f4")

@@ -19,7 +19,7 @@ from kira.query_state import Fused, QueryState, Ranking, Rankings, RetrievalPath
 from kira.retrieval.anchoring import lead_with_named
 from kira.retrieval.stages import EncodeQuery, FineGrained, TextSearch
 
-ROOT = Path(__file__).resolve().parents[1] / "python" / "kira"
+ROOT = Path(__file__).resolve().parents[2] / "python" / "kira"
 NAMES = ("astronaut", "cat", "coffee", "rocket")
 
 

@@ -117,7 +117,7 @@ def test_a_reader_refreshing_while_another_process_writes_ends_in_step(writer):
     reader = KnowledgeBase.open(writer.path, models=FakeStack(), read_only=True)
     proc = None
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _WRITER_LOOP, str(writer.path), str(Path(__file__).parent)])
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER_LOOP, str(writer.path), str(Path(__file__).parents[1])])
         found = 0
         while proc.poll() is None:
             found += reader.refresh()  # races the writer's commits

@@ -10,7 +10,7 @@ files IMG_1000.jpg ... without captions, as `kira ingest` of a bare folder gives
   evidence that does not match the question.
 
 Questions whose answer needs the right photo in the evidence run the dual_path variant: whether the
-critic of the full variant keeps it is the critic's business (tests/test_reasoning_critic.py);
+critic of the full variant keeps it is the critic's business (tests/reasoning/test_reasoning_critic.py);
 these tests are about what is written from the evidence.
 """
 

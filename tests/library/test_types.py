@@ -20,7 +20,7 @@ def _repository_root() -> Path:
     for folder in Path(__file__).resolve().parents:
         if (folder / "pyproject.toml").is_file() and (folder / "python" / "kira").is_dir():
             return folder
-    raise FileNotFoundError("no pyproject.toml with python/kira above tests/test_types.py")
+    raise FileNotFoundError("no pyproject.toml with python/kira above tests/library/test_types.py")
 
 
 def test_mypy_finds_no_errors_in_kira():

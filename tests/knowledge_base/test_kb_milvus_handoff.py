@@ -1,5 +1,5 @@
 """Milvus Lite hand-off (issue 33.5): a knowledge base closed in one process can be opened by another; and its
-ingest stores the text pieces the embedded one stores (store_text_pieces on both: tests/test_kb_every_backend.py)."""
+ingest stores the text pieces the embedded one stores (store_text_pieces on both: tests/knowledge_base/test_kb_every_backend.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _env() -> dict[str, str]:
     import os
 
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).parent) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(Path(__file__).parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 

@@ -15,7 +15,7 @@ import pytest
 skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
 pydicom = pytest.importorskip("pydicom", reason="needs pydicom")
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def example_code() -> str:

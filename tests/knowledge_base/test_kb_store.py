@@ -168,7 +168,7 @@ _CHILD = textwrap.dedent("""
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).parent) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(Path(__file__).parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 

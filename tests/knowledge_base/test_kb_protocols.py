@@ -13,7 +13,7 @@ from kira.knowledge_base.protocols import PROTOCOL_NAMES, KnowledgeBaseLike
 from kira.knowledge_base.storage import Storage, StoredRows
 
 PACKAGES = ("pipeline", "query_state", "retrieval", "multihop", "grounding", "reasoning", "serve")
-ROOT = Path(__file__).resolve().parents[1] / "python" / "kira"
+ROOT = Path(__file__).resolve().parents[2] / "python" / "kira"
 
 
 def _used(pattern: str) -> set[str]:

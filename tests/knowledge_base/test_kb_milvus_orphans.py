@@ -45,7 +45,7 @@ _CHILD = textwrap.dedent("""
 
 def _crashed_kb(tmp_path: Path) -> Path:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).parent) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(Path(__file__).parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
     path = tmp_path / "kb"
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], env=env, timeout=300, capture_output=True)
     assert proc.returncode == -9, proc.stderr[-2000:]

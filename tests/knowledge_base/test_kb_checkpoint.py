@@ -107,7 +107,7 @@ _KILLED_AFTER_A_DEFERRED_COMMIT = textwrap.dedent("""
 
 def test_a_writer_killed_after_a_deferred_commit_loses_nothing(tmp_path):
     path = tmp_path / "kb"
-    proc = subprocess.run([sys.executable, "-c", _KILLED_AFTER_A_DEFERRED_COMMIT, str(path), str(Path(__file__).parent)],
+    proc = subprocess.run([sys.executable, "-c", _KILLED_AFTER_A_DEFERRED_COMMIT, str(path), str(Path(__file__).parents[1])],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     saved, deferred = map(int, proc.stdout.split())

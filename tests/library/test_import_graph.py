@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent / "python"
+ROOT = Path(__file__).resolve().parents[2] / "python"
 
 BACKENDS = ("kira.knowledge_base.embedded", "kira.knowledge_base.milvus", "kira.backends")
 """Storage backends and the vector-index seam: the bottom of the knowledge-base wing."""
