@@ -5,7 +5,6 @@ ids and with the vectors the local ingest gives them, with no duplicate and no g
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import numpy as np
@@ -18,31 +17,11 @@ pytest.importorskip("ray.data", reason='needs pip install "kira[ray]"')
 from milvus_fixtures import release_lite  # noqa: E402
 from test_ingest_ray_cli import _corpus  # noqa: E402
 
-KILL_MARK = "KIRA_TEST_KILL_MARK"  # the file the first worker to write creates just before it kills itself
-
-
-def _die_after_the_first_write() -> None:
-    """Ray's worker_process_setup_hook: in every worker, `write_items` kills its process (SIGKILL, no cleanup)
-    right after the first batch any worker writes, once per job (the mark file says it happened)."""
-    from kira.knowledge_base.milvus import kb_writes
-
-    write = kb_writes.write_items
-
-    def write_then_die(collection, records, batch):
-        written = write(collection, records, batch)
-        try:
-            Path(os.environ[KILL_MARK]).touch(exist_ok=False)  # only the first write of the job dies
-        except FileExistsError:
-            return written
-        os.kill(os.getpid(), signal.SIGKILL)
-        return written
-
-    kb_writes.write_items = write_then_die
+from ray_kill_hook import KILL_MARK, die_after_the_first_write  # noqa: E402
 
 
 @pytest.mark.slow  # about 50 s here: a local Ray, a 20-image job with one worker killed, one local ingest
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
-@pytest.mark.skip(reason="hangs since tests/ were grouped: Ray workers cannot import this module's hook; fix next stop")
 def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkeypatch):
     import ray
 
@@ -57,9 +36,9 @@ def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkey
     monkeypatch.setenv(KILL_MARK, str(mark))
     stack = load_default(prefer_cuda=False, threads=1)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"worker_process_setup_hook": _die_after_the_first_write,
-                          "env_vars": {KILL_MARK: str(mark), "PYTHONPATH": os.pathsep.join(  # the hook's module, kira's
-                              [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}})
+             runtime_env={"worker_process_setup_hook": die_after_the_first_write,
+                          "env_vars": {KILL_MARK: str(mark), "PYTHONPATH": os.pathsep.join(  # tests/ (the hook's module), kira's
+                              [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}})
     remote = KnowledgeBase.create(tmp_path / "ray", models=stack, backend="milvus")
     local = KnowledgeBase.create(tmp_path / "local", models=stack, backend="milvus")
     try:

@@ -28,7 +28,7 @@ from kira.ray_ingest.sources import actor_pool_size, lite_server_uri, list_sourc
 from kira.ray_ingest.runtime import start_ray, stop_ray
 
 log = logging.getLogger(__name__)
-ACTOR_START_TIMEOUT_S = 600  # how long a Ray ingest waits for its encode pool to start (models load in each actor)
+ACTOR_START_TIMEOUT_S = 180  # how long a Ray ingest waits for its encode pool (each actor loads the models)
 
 
 def _caption(path: str, captions: Mapping[str, str] | None, root: str | None) -> str | None:

@@ -1,0 +1,29 @@
+"""A Ray worker_process_setup_hook for tests/ray_ingest/test_ingest_ray_killed.py, in a module of its own that imports
+nothing from the tests, so Ray's workers (PYTHONPATH: tests/) can import it by name."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+KILL_MARK = "KIRA_TEST_KILL_MARK"  # the file the first worker to write creates just before it kills itself
+
+
+def die_after_the_first_write() -> None:
+    """In every worker, `write_items` kills its process (SIGKILL, no cleanup) right after the first batch any
+    worker writes, once per job (the mark file says it happened)."""
+    from kira.knowledge_base.milvus import kb_writes
+
+    write = kb_writes.write_items
+
+    def write_then_die(collection, records, batch):  # type: ignore[no-untyped-def]
+        written = write(collection, records, batch)
+        try:
+            Path(os.environ[KILL_MARK]).touch(exist_ok=False)  # only the first write of the job dies
+        except FileExistsError:
+            return written
+        os.kill(os.getpid(), signal.SIGKILL)
+        return written
+
+    kb_writes.write_items = write_then_die
