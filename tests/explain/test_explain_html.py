@@ -73,3 +73,12 @@ def test_readable_and_linked_helpers():
     assert readable({"ward": "3", "note": None}) == "ward: 3"
     assert linked("A <b> [Evidence 1, 3].") == ('A &lt;b&gt; [Evidence <a href="#evidence-1">1</a>, '
                                                '<a href="#evidence-3">3</a>].')
+
+
+def test_an_abstentions_confidence_says_what_it_is_the_confidence_of():
+    from kira.explain.render_text import to_text
+
+    nomatch, answered = _card(confidence=0.23, abstained=True), _card(confidence=0.9)
+    for render in (to_html, to_text):
+        assert "confidence that the closest item matches: 0.23" in render(nomatch)
+        assert "confidence 0.90" in render(answered) and "closest item matches" not in render(answered)

@@ -116,6 +116,18 @@ def notice(card: RationaleCard) -> tuple[str, str]:
     return "", ""
 
 
+def confidence_line(card: RationaleCard) -> str:
+    """How the answer's confidence reads under it ("" without one). For an abstention it is the confidence
+    that the closest item matches, and says so: a bare "confidence 0.23" under "nothing matches" reads as
+    doubt about the abstention itself."""
+    confidence = card.answer.confidence
+    if confidence is None:
+        return ""
+    if card.answer.abstained:
+        return f"confidence that the closest item matches: {confidence:.2f}"
+    return f"confidence {confidence:.2f}"
+
+
 def hop_dict(hop: object, position: int) -> dict[str, Any]:
     """A hop as ``{"hop", "ids", "confidence", ...}`` from a dict or an object with ``.ids`` / ``.confidence``."""
     if isinstance(hop, dict):

@@ -217,8 +217,10 @@ def to_html(card: RationaleCard) -> str:
     if card.query_image is not None:
         parts.append(f"<img alt='query image' src='{thumbnail_png(card.query_image)}'>")
     parts.append("</div><h2>Answer</h2>")
-    confidence = card.answer.confidence
-    conf = f"<div class='muted'>confidence {confidence:.2f}</div>" if confidence is not None else ""
+    from kira.explain.card import confidence_line
+
+    line = confidence_line(card)
+    conf = f"<div class='muted'>{_e(line)}</div>" if line else ""
     parts.append(f"<div class='box answer'>{linked(card.answer.text)}{conf}</div>")
     parts.append(f"<h2>Evidence ({len(card.pack.items)})</h2>")
     parts += [_evidence_block(i, f"[Evidence {i.number}]") for i in card.pack.items] or [

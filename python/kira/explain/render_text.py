@@ -75,8 +75,10 @@ def to_text(card: RationaleCard) -> str:
         h, w = card.query_image.shape[:2]
         lines.append(f"Query image: {w}x{h} thumbnail")
     lines += [_RULE, "Answer:", f"  {card.answer.text}"]
-    if card.answer.confidence is not None:
-        lines.append(f"  (confidence {card.answer.confidence:.2f})")
+    from kira.explain.card import confidence_line
+
+    if confidence_line(card):
+        lines.append(f"  ({confidence_line(card)})")
     lines += ["", f"Evidence ({len(card.pack.items)}):"]
     lines += [_evidence_plain(i) for i in card.pack.items] or ["  (none)"]
     if card.pack.similar:
