@@ -12,7 +12,6 @@ plants unsupported claims into the full system's answers to measure the verifier
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -258,16 +257,10 @@ def _clean(obj: Any) -> Any:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """json.dump to a temp file beside `path`, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(_clean(data), fh, indent=2, sort_keys=False, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """`data` (numpy values made plain) as JSON, written atomically; NaN is refused."""
+    from kira.atomic import write_json_atomic as write
+
+    write(path, _clean(data), sort_keys=False, allow_nan=False)
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -145,10 +144,6 @@ def _ceiling_table(results: dict[str, Any], shown: Sequence[str]) -> list[str]:
 
 def write_tables(path: str | os.PathLike[str], results: dict[str, Any], variants: Sequence[str]) -> Path:
     """Write `render_tables` atomically to `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(render_tables(results, variants))
-    os.replace(tmp, path)
-    return path
+    from kira.atomic import write_text_atomic
+
+    return write_text_atomic(path, render_tables(results, variants))

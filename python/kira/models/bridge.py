@@ -24,13 +24,15 @@ path by it (kira.retrieval.search.visual_search), so such a bridge cannot outvot
 
 from __future__ import annotations
 
+import io
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from kira.atomic import write_atomic
 
 FORMAT_VERSION = 1
 SKILL_FOLDS = 5  # cross-validation folds for `BridgeFit.skill` (leave-one-out below this many pairs)
@@ -147,27 +149,19 @@ class TextToImageBridge:
         """Write the fitted map to `path` (.npz, no pickle) atomically. Returns the path."""
         w = self._require()
         assert self._x_mean is not None and self._y_mean is not None  # set with the weights
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         fit = self.last_fit
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(
-                    f,
-                    format_version=np.array(FORMAT_VERSION, np.int64),
-                    weights=w.astype(np.float32),
-                    x_mean=self._x_mean.astype(np.float32),
-                    y_mean=self._y_mean.astype(np.float32),
-                    ridge_lambda=np.array(fit.ridge_lambda if fit else self.default_lambda, np.float64),
-                    pairs=np.array(fit.pairs if fit else 0, np.int64),
-                    skill=np.array(np.nan if fit is None or fit.skill is None else fit.skill, np.float64),
-                )
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            format_version=np.array(FORMAT_VERSION, np.int64),
+            weights=w.astype(np.float32),
+            x_mean=self._x_mean.astype(np.float32),
+            y_mean=self._y_mean.astype(np.float32),
+            ridge_lambda=np.array(fit.ridge_lambda if fit else self.default_lambda, np.float64),
+            pairs=np.array(fit.pairs if fit else 0, np.int64),
+            skill=np.array(np.nan if fit is None or fit.skill is None else fit.skill, np.float64),
+        )
+        return write_atomic(path, buffer.getvalue())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> TextToImageBridge:

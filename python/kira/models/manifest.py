@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kira.atomic import write_atomic
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "kira-model.json"
@@ -115,22 +116,6 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 def file_entry(root: Path, path: Path) -> FileEntry:
     """Checksum `path` (inside `root`) into a FileEntry."""
     return FileEntry(path=path.relative_to(root).as_posix(), sha256=sha256_file(path), bytes=path.stat().st_size)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temp file in the same directory and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def save_manifest(manifest: Manifest, out_dir: str | os.PathLike) -> Path:

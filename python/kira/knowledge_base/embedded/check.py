@@ -252,7 +252,8 @@ def _repair(path: Path, report: CheckReport) -> None:
     """Write a missing config.json with the defaults; rebuild both index files from the stored vectors
     (damaged ones left out) and save them, when the database and the config can be read."""
     from kira.config import KiraConfig
-    from kira.knowledge_base.embedded.vectors import make_index, write_json_atomic
+    from kira.atomic import write_json_atomic
+    from kira.knowledge_base.embedded.vectors import make_index
 
     wheres = {f.where for f in report.findings}
     if CONFIG_FILE in wheres and not (path / CONFIG_FILE).exists():

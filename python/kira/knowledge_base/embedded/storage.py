@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from kira.knowledge_base.batch import WriteBatch
+from kira.atomic import write_json_atomic
 from kira.knowledge_base.embedded import files
 from kira.knowledge_base.embedded.store import DB_NAME, Store
 from kira.knowledge_base.embedded.vectors import (INDEX_CHECKPOINT_SHARE, RepairReport, VectorSpaces,
-                                                  remove_stale_temporaries, write_json_atomic)
+                                                  remove_stale_temporaries)
 
 if TYPE_CHECKING:
     from kira.models.bridge import TextToImageBridge

@@ -32,14 +32,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
 
+from kira.atomic import write_json_atomic
 from kira.knowledge_base.embedded.store import Store
 
 log = logging.getLogger(__name__)
@@ -112,21 +111,6 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
     if removed:
         log.info("removed %d file(s) left by an interrupted save: %s", len(removed), [p.name for p in removed])
     return removed
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write `data` as JSON to `path` via a temp file and os.replace."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class VectorSpaces:
