@@ -87,3 +87,27 @@ def test_on_topic_seeds_keep_only_what_is_about_as_much_on_topic_as_the_best():
     assert on_topic_seeds(judge, "a snowy mountain", items, 5) == []  # nothing on topic: no feedback
     assert on_topic_seeds(judge, "a dark image", items, 5) is None  # only appearance: nothing to judge by
     assert on_topic_seeds(judge, "a photographer with his equipment", items, 0) == []
+
+
+def test_on_topic_seeds_reuse_the_question_vector_the_query_encoding_made():
+    from kira.models import load_default
+    from kira.reasoning.feedback_seeds import on_topic_seeds
+    from kira.reasoning.relevance import RelevanceJudge
+
+    text = load_default(image_encoder="pixel").text
+    question = "a photographer with his equipment"
+    vector = text.encode([question])[0]
+    encoded: list[str] = []
+
+    class Counting:
+        dim = text.dim
+
+        def encode(self, texts):
+            encoded.extend(texts)
+            return text.encode(texts)
+
+    items = [_captioned(1, "clock", CAPTIONS["clock"]), _captioned(2, "camera", CAPTIONS["camera"])]
+    judge = RelevanceJudge(Counting())
+    given = on_topic_seeds(judge, question, items, 5, question_vector=vector)
+    assert question not in encoded and [i.doc_id for i in given] == ["camera"]
+    assert on_topic_seeds(RelevanceJudge(Counting()), question, items, 5) == given and question in encoded

@@ -29,8 +29,9 @@ def judged_seeds(state: QueryState, ctx: StageContext, lexical: Ranking | None, 
     words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
     known = stored_piece_vectors(ctx.kb, items, getattr(encoder, "dim", 0)) \
         if built_with_this_text_encoder(ctx.kb, ctx.models) else {}
+    asked = state.query.embeds_question(state.question) if state.query is not None else None  # not encoded again
     seeds = on_topic_seeds(relevance_judge(encoder, words, label_vocabulary(ctx.models)), state.question, items, n,
-                           known=known)
+                           known=known, question_vector=asked)
     return None if seeds is None else np.array([i.chunk_id for i in seeds], dtype=np.int64)
 
 

@@ -44,10 +44,12 @@ def _judged_text(item: EvidenceItem) -> str:
 
 
 def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[EvidenceItem], limit: int, *,
-                   known: Mapping[str, np.ndarray] | None = None) -> list[EvidenceItem] | None:
+                   known: Mapping[str, np.ndarray] | None = None,
+                   question_vector: np.ndarray | None = None) -> list[EvidenceItem] | None:
     """At most `limit` of `items` (one per document, most on topic first) that feedback may expand from
     (module docstring): [] when no item is on topic, None when the question has nothing to judge by.
-    known: {text: vector} of this judge's encoder already computed (e.g. stored at ingest)."""
+    known: {text: vector} of this judge's encoder already computed (e.g. stored at ingest); question_vector:
+    the question's, when the query encoding already made it (used only for the question as asked)."""
     extra = judge.appearance_words
     words = question_words(question)
     things = [w for w in words if not asks_about_appearance(w, extra) and w not in extra]
@@ -56,7 +58,7 @@ def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[Evidenc
     if limit < 1 or not items:
         return []
     if len(things) < len(words):  # "a red blossom" is judged as "blossom", as the relevance judge does
-        question = " ".join(things)
+        question, question_vector = " ".join(things), None
     first: dict[str, EvidenceItem] = {}
     for item in items:
         first.setdefault(item.doc_id, item)
@@ -64,7 +66,7 @@ def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[Evidenc
     docs = [i for d, i in first.items() if texts[d]]
     if not docs:
         return []
-    z = judge.standouts(question, [texts[i.doc_id] for i in docs], known=known)
+    z = judge.standouts(question, [texts[i.doc_id] for i in docs], known=known, question_vector=question_vector)
     best = float(np.max(z))
     cut = max(judge.abstain_z, best - SEED_MARGIN_Z)
     order = sorted(range(len(docs)), key=lambda k: -float(z[k]))
