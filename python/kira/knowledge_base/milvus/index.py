@@ -108,10 +108,6 @@ class MilvusIndex:
         """Count the rows again at the next ``len()`` (another process wrote to the collection)."""
         self._len = None
 
-    def forget_allows(self) -> None:
-        """Drop the named allow arrays (the knowledge base's views were rebuilt)."""
-        self._named_allows.clear()
-
     @property
     def dim(self) -> int:
         return self.collection.config.dim(self.space)
