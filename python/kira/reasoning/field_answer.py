@@ -105,7 +105,17 @@ def abstention_text(question: str, items: Sequence[EvidenceItem], *, image_query
         return f"Nothing in this knowledge base matches {asked}."
     closest = named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
     noun = "the closest item is" if len(named) == 1 else "the closest items are"
-    return f"Nothing in this knowledge base matches {asked}; {noun} {closest}."
+    text = f"Nothing in this knowledge base matches {asked}; {noun} {closest}."
+    if all(_known_only_by_labels(i) for i in docs[:max_items]):  # say how little "nothing matches" rests on
+        text += (" It has no caption: kira knows it only by an image classifier's labels, which may not name what "
+                 "it shows." if len(named) == 1 else " They have no captions: kira knows them only by an image "
+                 "classifier's labels, which may not name what they show.")
+    return text
+
+
+def _known_only_by_labels(item: EvidenceItem) -> bool:
+    view = shown(item)
+    return bool(view.labels) and not (view.human_text or view.tags or view.text_read or view.metadata)
 
 
 __all__ = ["abstention_text", "closest_summary", "fact_phrases", "item_sentence", "label_phrase"]
