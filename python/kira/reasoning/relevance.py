@@ -21,8 +21,10 @@ word asks about appearance
 spread_p is the probes' inter-quartile range / 1.349 (a robust standard deviation). z_i says
 how far the question's match with what item i shows stands above other questions' matches with
 it, so the same rule holds for a caption, a list of ImageNet labels or OCR words, whatever
-model retrieved the item. The answer's relevance r is the best r_i; the evidence is
-irrelevant (the answer abstains) when r < 0.5.
+model retrieved the item. The best item is, among the items with r_i >= 0.5 (all items when
+none has), the one with the largest r_i * support_i (what most surely shows what was asked:
+`support` below); the answer's relevance r is its r_i, and the evidence is irrelevant (the
+answer abstains) when r < 0.5.
 
 A question with no content words ("what does this show?") asks about the query image or
 the subject it names: the items its identifier names, or a query image, make the evidence
@@ -327,7 +329,8 @@ class RelevanceJudge:
             if v < LABEL_MATCH_Z and gap >= NAMED_GAP_Z:  # the classifier could have named it and did not
                 r = min(r, NOT_A_MATCH)
             scores.append(max(r, LEXICAL_RELEVANCE) if lexical[-1] else r)
-        k = int(np.argmax(scores))
+        supports = [source_support(views[n]) or 1.0 for n in judged]
+        k = max(range(len(scores)), key=lambda m: (scores[m] >= 0.5, scores[m] * supports[m]))  # docstring
         n = judged[k]
         basis = "appearance" if appearance else "text"
         score = round(float(scores[k]), 3)
