@@ -184,3 +184,15 @@ def test_the_coffee_photo_answers_a_cup_of_coffee_before_a_scan(tmp_path):
         answer = Kira(base).ask("a cup of coffee", top_k=3).answer
     assert not answer.abstained
     assert answer.text.startswith("The closest match, IMG_3001,") and "'espresso'" in answer.text, answer.text
+
+
+def test_equally_sure_matches_keep_retrieval_order(encoder):
+    """r saturates near 1 and differs by 1e-6 between equally good matches: that noise must not reorder
+    the evidence; within SUREST_TIE the first retrieved leads."""
+    from kira.grounding.answer_relevance import relevant_first
+
+    judge = RelevanceJudge(encoder, vocabulary=[c.name for c in imagenet_labels()])
+    pack = EvidencePack.from_items("a cup of coffee", [_labelled(1, "espresso", 0.99), _labelled(2, "espresso", 0.995)])
+    verdict = judge.judge("a cup of coffee", pack)
+    assert verdict.best == 1
+    assert relevant_first(pack, verdict)[0] is pack
