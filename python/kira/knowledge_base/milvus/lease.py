@@ -21,7 +21,7 @@ when) and its heartbeat (when it last wrote).
 A writer idle for longer than `LEASE_TIMEOUT_S` keeps its lease until someone takes it over; it then
 gets `WriterLeaseLost` at its next write. Milvus has no compare-and-set: two writers taking over the
 same stale lease in the same instant can both believe they hold it until the loser's next check (its
-next batch or commit). Kira before format 2's lease does not look at the row.
+next batch or commit). A kira older than the lease does not look at the row.
 """
 
 from __future__ import annotations
@@ -133,6 +133,7 @@ class WriterLease:
                  clock: Callable[[], float] = time.time) -> None:
         self.records, self.where, self.token, self.since, self.clock = records, where, token, since, clock
         self.lost = False
+        self._lost_by: dict[str, Any] | None = None  # the lease found in its place, once lost
         self._renewed = time.monotonic()
 
     @classmethod
@@ -205,8 +206,6 @@ class WriterLease:
         except Exception as exc:  # noqa: BLE001 - closing must not fail on a store that went away
             log.warning("%s: could not release the writer lease (%s); the next writer takes it over after %.0f s",
                         self.where, exc, LEASE_TIMEOUT_S)
-
-    _lost_by: dict[str, Any] | None = None
 
 
 def _held_message(where: str, held: dict[str, Any], now: float) -> str:
