@@ -20,14 +20,16 @@ question where feedback had amplified such a match (brick, camera, gravel, grass
 inside that gap with room on both sides.
 
 In a specialised knowledge base every caption stands far above everyday phrases (z 14-17 for
-any chest-film report against "pleural effusion"), and there the judge's own order is noise:
-MiniLM ranks "clear lungs ... no effusion" above "right pleural effusion". A fixed margin of 1.5
-under the best then leaves one seed, picked by that noise, and feedback (the strongest ranking)
-pulls in that one film's look-alikes. So the margin is also scale-free, half the best's height
-above the abstention point when that is the wider, and the seeds that pass are taken in
-retrieval order, which had already weighed the words, the image and BM25: the judge decides
-which documents are on topic, retrieval which of them come first. An item nothing recorded says
-anything about (an uncaptioned scan with no label) cannot be judged and is never a seed. With
+every report of DomainVQA-R's first domain: docs/reasoning.md), and there the judge's own order
+is noise: MiniLM ranks a report saying a finding is absent ("no X") as high as one reporting X.
+A fixed margin of 1.5 under the best then leaves one seed, picked by that noise, and feedback
+(the strongest ranking) pulls in that one image's look-alikes. So the margin is also
+scale-free, half the best's height above the abstention point when that is the wider, and the
+seeds that pass are taken in retrieval order, which had already weighed the words, the image
+and BM25: the judge decides which documents are on topic, retrieval which of them come first.
+
+An item nothing recorded says anything about (an uncaptioned scan with no label) cannot be
+judged and is never a seed. With
 no seed, feedback does not run: the fused ranking stands as it is. A question with nothing to
 judge by (no content words, or only appearance words: "a dark image") gets None: the caller seeds
 as it would without a judge.

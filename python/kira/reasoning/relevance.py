@@ -270,11 +270,14 @@ class RelevanceJudge:
             self._vocabulary_unit()
 
     def _vocabulary_unit(self) -> np.ndarray:
-        """The unit vectors of every name in the vocabulary, encoded once per process and text encoder."""
+        """The unit vectors of every name in the vocabulary, encoded once per process and text encoder, and kept
+        on disk for the next process (kira.models.vector_cache)."""
         if self._vocabulary_vectors is None:
             key = (getattr(getattr(self.encoder, "config", None), "name", None) or id(self.encoder), self.vocabulary)
-            if key not in _VOCABULARY_VECTORS:
-                _VOCABULARY_VECTORS[key] = self._unit(self.vocabulary)
+            if key not in _VOCABULARY_VECTORS:  # kept on disk too: a one-shot `kira ask` reads them
+                from kira.models.vector_cache import cached_unit_vectors
+
+                _VOCABULARY_VECTORS[key] = cached_unit_vectors(self.encoder, self.vocabulary, kind="labels")
             self._vocabulary_vectors = _VOCABULARY_VECTORS[key]
         return self._vocabulary_vectors
 
