@@ -17,11 +17,19 @@ when) and its heartbeat (when it last wrote).
   commit and at most every `LEASE_RENEW_S` as it writes. A writer whose lease was taken over raises
   `WriterLeaseLost` (a ConnectionError: an ingest stops instead of retrying image by image) and
   writes and commits nothing more, rather than interleave with the new writer.
+* While it is open, idle or not, a daemon thread renews its heartbeat every `LEASE_RENEW_S`
+  (kira.knowledge_base.milvus.lease_heartbeat), so an idle writer (a `kira serve` writer between
+  jobs) keeps its lease for as long as its process runs. The thread checks the lease before each
+  renewal: a lease another writer took over is never renewed, and the loss is recorded, so the
+  writer's next write or commit raises `WriterLeaseLost`. It stops at close; read-only opens and
+  Milvus Lite files (whose lease is never judged by its heartbeat) have none.
 
-A writer idle for longer than `LEASE_TIMEOUT_S` keeps its lease until someone takes it over; it then
-gets `WriterLeaseLost` at its next write. Milvus has no compare-and-set: two writers taking over the
-same stale lease in the same instant can both believe they hold it until the loser's next check (its
-next batch or commit). A kira older than the lease does not look at the row.
+A writer stops renewing only when its process stops or stalls (suspended, its host gone), or when it
+is dropped without being closed; after `LEASE_TIMEOUT_S` another writer may then take over. Milvus
+has no compare-and-set: two writers taking over the same stale lease in the same instant, or a
+stalled writer's renewal landing just as its stale lease is taken over, can leave both believing
+they hold it until the loser's next check (its next batch, commit or heartbeat). A kira older than
+the lease does not look at the row.
 """
 
 from __future__ import annotations
@@ -127,7 +135,8 @@ def takeover_reason(held: dict[str, Any], now: float, *, lite: bool) -> str | No
 
 
 class WriterLease:
-    """The lease a writer holds (module docstring): `take` it, `keep` it before writes and commits, `release` it."""
+    """The lease a writer holds (module docstring): `take` it (which starts its heartbeat), `keep` it before writes
+    and commits, `release` it (which stops the heartbeat)."""
 
     def __init__(self, records: Any, where: str, token: str, since: float, *,
                  clock: Callable[[], float] = time.time) -> None:
@@ -135,6 +144,8 @@ class WriterLease:
         self.lost = False
         self._lost_by: dict[str, Any] | None = None  # the lease found in its place, once lost
         self._renewed = time.monotonic()
+        self._lock = threading.Lock()  # the writer's checks and the heartbeat's beats, one at a time
+        self.heartbeat: Any = None  # its LeaseHeartbeat (kira.knowledge_base.milvus.lease_heartbeat), where one runs
 
     @classmethod
     def take(cls, records: Any, where: str, *, lite: bool) -> WriterLease:
@@ -154,6 +165,10 @@ class WriterLease:
             raise WriterLeaseHeld(_held_message(where, back or {}, time.time()))
         with _LIVE_LOCK:
             _LIVE.add(lease.token)
+        if not lite:  # a Lite file's lease is never judged by its heartbeat (takeover_reason)
+            from kira.knowledge_base.milvus.lease_heartbeat import LeaseHeartbeat
+
+            lease.heartbeat = LeaseHeartbeat(lease, LEASE_RENEW_S)
         return lease
 
     def _write(self, now: float) -> None:
@@ -166,6 +181,31 @@ class WriterLease:
         """Before a write (or with `renew`, a commit): check that this writer still holds the lease, and rewrite its
         heartbeat at a commit or where the last one is `LEASE_RENEW_S` old. Raises WriterLeaseLost where another
         writer took it over (or it is gone)."""
+        with self._lock:
+            if not self._still_held():
+                by = (describe_holder(self._lost_by, self.clock()) if self._lost_by else
+                      "nobody (the lease row is gone)")
+                raise WriterLeaseLost(
+                    f"this writer of {self.where} lost its writer lease (held since {_when(self.since)}); it is now "
+                    f"held by {by}. Nothing more is written or committed from here: what this writer committed is "
+                    "kept; close it, and ingest again once the other writer is done (stored documents are skipped)")
+            with _LIVE_LOCK:
+                _LIVE.add(self.token)
+            if renew or time.monotonic() - self._renewed >= LEASE_RENEW_S:
+                self._write(self.clock())
+
+    def beat(self) -> bool:
+        """The heartbeat's renewal (kira.knowledge_base.milvus.lease_heartbeat): rewrite the heartbeat where this
+        writer still holds the lease. False, and nothing written, where it was lost (the loss is recorded: the
+        next write or commit raises WriterLeaseLost) or released."""
+        with self._lock:
+            if not self._still_held():
+                return False
+            self._write(self.clock())
+            return True
+
+    def _still_held(self) -> bool:
+        """Whether the stored lease is still this writer's (under `_lock`); records the loss where it is not."""
         if not self.lost:
             held = read_lease(self.records)
             if held is None or held["token"] != self.token:
@@ -173,16 +213,12 @@ class WriterLease:
                 with _LIVE_LOCK:
                     _LIVE.discard(self.token)
                 self._lost_by = held
-        if self.lost:
-            by = (describe_holder(self._lost_by, self.clock()) if self._lost_by else "nobody (the lease row is gone)")
-            raise WriterLeaseLost(
-                f"this writer of {self.where} lost its writer lease (held since {_when(self.since)}); it is now held "
-                f"by {by}. Nothing more is written or committed from here: what this writer committed is kept; "
-                "close it, and ingest again once the other writer is done (stored documents are skipped)")
-        with _LIVE_LOCK:
-            _LIVE.add(self.token)
-        if renew or time.monotonic() - self._renewed >= LEASE_RENEW_S:
-            self._write(self.clock())
+        return not self.lost
+
+    def stop(self) -> None:
+        """Stop the heartbeat (before the lease is released, or its knowledge base dropped). Safe to call twice."""
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
 
     def abandon(self) -> None:
         """The store stopped answering: this writer may not hold the lease when it comes back, so this process may
@@ -193,19 +229,21 @@ class WriterLease:
     def release(self) -> None:
         """Give the lease back (where this writer still holds it). A store that does not answer is logged: the
         lease is then taken over as its docstring says."""
+        self.stop()
         with _LIVE_LOCK:
             _LIVE.discard(self.token)
-        if self.lost:
-            return
-        self.lost = True
-        try:
-            held = read_lease(self.records)
-            if held is not None and held["token"] == self.token:
-                self.records.delete([LEASE_KEY])
-                self.records.client.flush(self.records.name)
-        except Exception as exc:  # noqa: BLE001 - closing must not fail on a store that went away
-            log.warning("%s: could not release the writer lease (%s); the next writer takes it over after %.0f s",
-                        self.where, exc, LEASE_TIMEOUT_S)
+        with self._lock:
+            if self.lost:
+                return
+            self.lost = True
+            try:
+                held = read_lease(self.records)
+                if held is not None and held["token"] == self.token:
+                    self.records.delete([LEASE_KEY])
+                    self.records.client.flush(self.records.name)
+            except Exception as exc:  # noqa: BLE001 - closing must not fail on a store that went away
+                log.warning("%s: could not release the writer lease (%s); the next writer takes it over after %.0f s",
+                            self.where, exc, LEASE_TIMEOUT_S)
 
 
 def _held_message(where: str, held: dict[str, Any], now: float) -> str:

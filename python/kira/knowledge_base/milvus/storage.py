@@ -415,6 +415,8 @@ class MilvusStorage(StoredBridge):
         from kira.knowledge_base.milvus.schema import close_client
 
         self._keep_lease()
+        if self.lease is not None:
+            self.lease.stop()  # no heartbeat into the collections being dropped
         for name in (self.name, f"{self.name}__meta", f"{self.name}__terms", self.records.name):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)
