@@ -34,6 +34,7 @@ def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkey
     names = _corpus(folder)
     mark = tmp_path / "killed"
     monkeypatch.setenv(KILL_MARK, str(mark))
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # the "token" this ray.init writes there is undone after the test
     stack = load_default(prefer_cuda=False, threads=1)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              runtime_env={"worker_process_setup_hook": die_after_the_first_write,

@@ -4,7 +4,9 @@ wrote its first batch to Milvus and before it reported it. The job finishes on t
 local ingest gives, no duplicate and no gap.
 
 The job's driver runs in a process of its own (as `kira ingest` would), so no Ray state of this test process's
-earlier jobs (another cluster, another hook) reaches it."""
+earlier jobs (another cluster, another hook) reaches it: test_ingest_ray_killed.py starts its Ray itself (`ray.init`,
+token authentication on by default), and Ray keeps that mode in the process past `ray.shutdown`, while this cluster
+runs without authentication (kira.ray_ingest.runtime; tests/ray_ingest/test_ingest_ray_twice.py)."""
 
 from __future__ import annotations
 

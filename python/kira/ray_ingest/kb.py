@@ -195,8 +195,9 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike[str], *, address: str | Non
         start_ray(ray, address)
     bar = _progress(len(todo), progress)
     nodes: set[str] = set()
+    context = ray.data.DataContext.get_current()  # this process's: what kira sets here is put back at the end
+    before = {key: getattr(context, key) for key in ("enable_progress_bars", "wait_for_min_actors_s")}
     try:
-        context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False  # kira's own bar counts images
         # the whole pool starts (each actor loads the models) before the first batch is handed out, so a node
         # whose actor starts last still gets its share instead of idling while the first actor takes every batch
@@ -220,10 +221,12 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike[str], *, address: str | Non
             if bar is not None:
                 bar.update(len(batch["path"]))
     finally:
+        for key, value in before.items():
+            setattr(context, key, value)
         if bar is not None:
             bar.close()
         if own_ray:
-            stop_ray(ray)
+            stop_ray(ray)  # and Ray's authentication state as it was (kira.ray_ingest.runtime): a next job starts clean
     storage.note_external_writes()  # the actors wrote: flush and publish their writes
     kb.commit()
     log.info("ray ingest: %d added, %d skipped with %d actor(s) on %d node(s)", len(summary.added),

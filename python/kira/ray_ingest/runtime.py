@@ -6,22 +6,38 @@ started: Ray kills them but can drop a ``subprocess.Popen`` before it has reaped
 process, and Python then warns "subprocess N is still running" (a ResourceWarning about
 Ray's own children, which an application running with warnings as errors would see as a
 crash at some later, unrelated point). The warning is silenced for that shutdown only.
+
+Ray's token authentication is process-wide state that outlives ``ray.shutdown``: a new local Ray
+(Ray 2.60) sets ``RAY_AUTH_MODE=token`` in this process's environment where it was unset, and
+Ray's compiled config and token loader keep the mode and token they first read. A second job in the
+same process then ran in the first one's mode, whatever its own Ray was started with: its driver
+refused its workers, and its actor pool died at start ("cancelled before it started running").
+`start_ray` therefore has Ray read the mode and token afresh from the environment before it starts,
+and `stop_ray` puts back the ``RAY_AUTH_MODE`` that was there before `start_ray` (and has Ray read
+it again), so each job sees the environment it was started in, as a job in a fresh process does.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import os
 import warnings
 from typing import Any
 
 log = logging.getLogger(__name__)
+AUTH_MODE = "RAY_AUTH_MODE"
+_UNSET = object()
+_auth_before: list[Any] = []  # RAY_AUTH_MODE as it was before `start_ray` (or _UNSET), until `stop_ray` puts it back
 
 
 def start_ray(ray: Any, address: str | None = None) -> None:
     """``ray.init`` on `address` (None: a new local Ray with 2 CPUs), tried twice; raises what the second
     try raised."""
     for attempt in (1, 2):
+        if not ray.is_initialized():
+            _auth_before[:] = [os.environ.get(AUTH_MODE, _UNSET)]
+            reload_auth_settings()  # this job's mode, not the one an earlier job's Ray left cached (module docstring)
         try:
             ray.init(address=address, num_cpus=None if address else 2, include_dashboard=False, log_to_driver=False,
                      configure_logging=False)
@@ -34,11 +50,33 @@ def start_ray(ray: Any, address: str | None = None) -> None:
 
 
 def stop_ray(ray: Any) -> None:
-    """``ray.shutdown()``, with the process handles Ray drops collected while its ResourceWarning is ignored."""
+    """``ray.shutdown()``, with the process handles Ray drops collected while its ResourceWarning is ignored;
+    then the ``RAY_AUTH_MODE`` of before `start_ray` put back, and Ray's authentication settings read afresh
+    (module docstring)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         ray.shutdown()
         gc.collect()
+    if _auth_before:
+        before = _auth_before.pop()
+        if before is _UNSET:
+            os.environ.pop(AUTH_MODE, None)
+        else:
+            os.environ[AUTH_MODE] = before
+    reload_auth_settings()
 
 
-__all__ = ["start_ray", "stop_ray"]
+def reload_auth_settings() -> None:
+    """Have Ray read its authentication mode and token afresh from the environment (and the token file), as a new
+    process would: its compiled config and token loader otherwise keep what they read at the first ``ray.init``
+    of the process. Call it only while Ray is not initialized. A Ray without token authentication has nothing
+    to reload."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:
+        return
+    Config.initialize("")  # before the token cache: Ray's own tests reset the two in this order
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+__all__ = ["AUTH_MODE", "reload_auth_settings", "start_ray", "stop_ray"]
