@@ -72,7 +72,7 @@ def reload_auth_settings() -> None:
     of the process. Call it only while Ray is not initialized. A Ray without token authentication has nothing
     to reload."""
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]  # private, Ray 2.5x+
     except ImportError:
         return
     Config.initialize("")  # before the token cache: Ray's own tests reset the two in this order

@@ -54,7 +54,7 @@ class LeaseHeartbeat:
                             "thread and stops with the process", self.thread.name, STOP_WAIT_S)
 
 
-def _beat(lease_ref: weakref.ref, stop: threading.Event, interval_s: float) -> None:
+def _beat(lease_ref: "weakref.ref[Any]", stop: threading.Event, interval_s: float) -> None:
     while not stop.wait(interval_s):
         lease = lease_ref()
         if lease is None:
