@@ -27,3 +27,33 @@ def die_after_the_first_write() -> None:
         return written
 
     kb_writes.write_items = write_then_die
+
+
+NODE_GROUP = "KIRA_TEST_KILL_NODE_GROUP"  # set only in the environment of the node to kill: a file holding its group
+
+
+def kill_the_node_after_its_first_write() -> None:
+    """In the workers of the node whose environment sets `NODE_GROUP` (the file that holds the process group of its
+    `ray start --block`, started in a session of its own: the raylet and the node's agents; Ray's workers run in
+    groups of their own), `write_items` kills that process group and then its own process with SIGKILL (the whole
+    node) right after the first batch a worker there writes, before the batch is reported. The `KILL_MARK` file,
+    made once per job, names the group it killed."""
+    if not os.environ.get(NODE_GROUP):
+        return
+    from kira.knowledge_base.milvus import kb_writes
+
+    write = kb_writes.write_items
+
+    def write_then_kill_the_node(collection, records, batch):  # type: ignore[no-untyped-def]
+        written = write(collection, records, batch)
+        group = int(Path(os.environ[NODE_GROUP]).read_text())
+        try:
+            with open(os.environ[KILL_MARK], "x") as mark:
+                mark.write(str(group))
+        except FileExistsError:
+            return written
+        os.killpg(group, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return written
+
+    kb_writes.write_items = write_then_kill_the_node

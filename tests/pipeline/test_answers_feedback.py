@@ -111,3 +111,29 @@ def test_on_topic_seeds_reuse_the_question_vector_the_query_encoding_made():
     given = on_topic_seeds(judge, question, items, 5, question_vector=vector)
     assert question not in encoded and [i.doc_id for i in given] == ["camera"]
     assert on_topic_seeds(RelevanceJudge(Counting()), question, items, 5) == given and question in encoded
+
+
+REPORTS = [  # a specialised corpus, in retrieval order: every report is far above everyday phrases
+    ("A", "PA chest film. Findings: blunting of the right costophrenic angle with a meniscus. Impression: right "
+          "pleural effusion."),
+    ("B", "Lateral chest film. Findings: fluid layering posteriorly. Impression: small left pleural effusion."),
+    ("C", "Lateral chest film. Clear lungs, normal heart size, no effusion or pneumothorax."),
+    ("D", "PA chest film. Clear lungs, normal cardiomediastinal silhouette, no effusion."),
+]
+
+
+def test_seeds_in_a_specialised_corpus_follow_retrieval_order():
+    """Every report stands 10+ robust deviations above everyday phrases, and MiniLM ranks a report saying
+    "no effusion" about as high as one reporting an effusion. A fixed margin under the best left one seed
+    chosen by that noise; the scale-free margin keeps every on-topic report, in retrieval order."""
+    from kira.models import load_default
+    from kira.reasoning.feedback_seeds import SEED_MARGIN_Z, on_topic_seeds
+    from kira.reasoning.relevance import RelevanceJudge
+
+    judge = RelevanceJudge(load_default(image_encoder="pixel").text)
+    question = "chest films with a pleural effusion"
+    items = [_captioned(n + 1, doc, text) for n, (doc, text) in enumerate(REPORTS)]
+    z = judge.standouts(question, [text for _, text in REPORTS])
+    assert float(z.min()) > judge.abstain_z + 2 * SEED_MARGIN_Z  # all far on topic by everyday standards
+    seeds = on_topic_seeds(judge, question, items, 2)
+    assert [i.doc_id for i in seeds] == ["A", "B"]  # retrieval order, not the judge's

@@ -47,17 +47,22 @@ def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkey
         assert sorted(summary.added) == sorted(names)
         assert [Path(p).name for p, _ in summary.skipped] == ["zz_broken.png"]
         local.ingest(folder)
-        ids = local.store.chunk_ids()
-        got = remote.store.chunk_ids()
-        assert len(set(got.tolist())) == len(got)  # no chunk twice
-        np.testing.assert_array_equal(np.sort(got), np.sort(ids))  # and none missing: the local ingest's ids
-        for space in ("visual", "text"):
-            np.testing.assert_allclose(remote.index(space).get_vectors(ids), local.index(space).get_vectors(ids),
-                                       atol=1e-5)
-        assert sorted(remote.documents()) == sorted(local.documents()) == sorted(names)
+        assert_stores_what_the_local_ingest_stores(remote, local, names)
     finally:
         stop_ray(ray)
         remote.close()
         local.close()
         release_lite(tmp_path / "ray" / "milvus.db")
         release_lite(tmp_path / "local" / "milvus.db")
+
+
+def assert_stores_what_the_local_ingest_stores(remote, local, names) -> None:
+    """The Ray-written knowledge base holds the local ingest's chunk ids, each once (no duplicate, no gap), with its
+    vectors, and the same documents, `names`."""
+    ids = local.store.chunk_ids()
+    got = remote.store.chunk_ids()
+    assert len(set(got.tolist())) == len(got)  # no chunk twice
+    np.testing.assert_array_equal(np.sort(got), np.sort(ids))  # and none missing: the local ingest's ids
+    for space in ("visual", "text"):
+        np.testing.assert_allclose(remote.index(space).get_vectors(ids), local.index(space).get_vectors(ids), atol=1e-5)
+    assert sorted(remote.documents()) == sorted(local.documents()) == sorted(names)

@@ -208,6 +208,7 @@ def ingest_ray_kb(kb: Any, source: str | os.PathLike[str], *, address: str | Non
                             batch_size=batch_size, batch_format="numpy", num_cpus=cpus_per_actor,
                             compute=ray.data.ActorPoolStrategy(size=pool))
         for batch in ds.iter_batches(batch_size=batch_size, batch_format="numpy"):
+            storage.note_external_writes()  # the actors wrote; the writer lease is checked and renewed (milvus.lease)
             summary.batches += 1
             nodes.update(str(n) for n in batch.get("node", ()) if n)
             for path, doc_id, status, reason in zip(batch["path"], batch["doc_id"], batch["status"], batch["reason"]):

@@ -21,8 +21,12 @@ word asks about appearance
 spread_p is the probes' inter-quartile range / 1.349 (a robust standard deviation). z_i says
 how far the question's match with what item i shows stands above other questions' matches with
 it, so the same rule holds for a caption, a list of ImageNet labels or OCR words, whatever
-model retrieved the item. The answer's relevance r is the best r_i; the evidence is
-irrelevant (the answer abstains) when r < 0.5.
+model retrieved the item. The best item is, among the items with r_i >= 0.5, the one whose
+source is surest (the largest support_i, below: a caption before a classifier's guess, a label
+of p 0.99 before one of p 0.38; within `SUREST_TIE` the first in retrieval order, which has
+already weighed how near each is); when no item has r_i >= 0.5, the one with the largest
+r_i * support_i; the answer's relevance r is its r_i, and the evidence is irrelevant (the
+answer abstains) when r < 0.5.
 
 A question with no content words ("what does this show?") asks about the query image or
 the subject it names: the items its identifier names, or a query image, make the evidence
@@ -116,6 +120,7 @@ LOW_CONFIDENCE = 0.5  # below this, cards open with a low-confidence banner
 LABEL_MATCH_Z = 3.5  # v below which a label-only item does not match the question, whatever its z (docstring)
 NEAR_LABEL_Z = 5.0  # v at which a label-only item is near the question (graded decision; module docstring)
 NOT_A_MATCH = 0.49  # r of an item the vocabulary test rules out: just under the abstention point
+SUREST_TIE = 0.01  # supports (or r x support) closer than this tie: retrieval order decides
 
 _VOCABULARY_VECTORS: dict[tuple[object, tuple[str, ...]], np.ndarray] = {}
 NAMED_GAP_Z = 3.0  # ... and only when the vocabulary's name nearest the question stands this much higher
@@ -177,6 +182,17 @@ def source_support(view: Shown) -> float:
 
 def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
+
+
+def _surest(scores: Sequence[float], supports: Sequence[float]) -> int:
+    """Index of the item that most surely shows what was asked: among the matches (r >= 0.5) the first in
+    retrieval order whose support is within `SUREST_TIE` of the largest (which match is nearest the question
+    retrieval has already weighed; r near 1 says little more); when none matches, the same by r x support."""
+    matches = [m for m, r in enumerate(scores) if r >= 0.5]
+    pool = matches or list(range(len(scores)))
+    sure = {m: supports[m] if matches else scores[m] * supports[m] for m in pool}
+    top = max(sure.values())
+    return next(m for m in pool if sure[m] >= top - SUREST_TIE)
 
 
 class RelevanceJudge:
@@ -254,11 +270,14 @@ class RelevanceJudge:
             self._vocabulary_unit()
 
     def _vocabulary_unit(self) -> np.ndarray:
-        """The unit vectors of every name in the vocabulary, encoded once per process and text encoder."""
+        """The unit vectors of every name in the vocabulary, encoded once per process and text encoder, and kept
+        on disk for the next process (kira.models.vector_cache)."""
         if self._vocabulary_vectors is None:
             key = (getattr(getattr(self.encoder, "config", None), "name", None) or id(self.encoder), self.vocabulary)
-            if key not in _VOCABULARY_VECTORS:
-                _VOCABULARY_VECTORS[key] = self._unit(self.vocabulary)
+            if key not in _VOCABULARY_VECTORS:  # kept on disk too: a one-shot `kira ask` reads them
+                from kira.models.vector_cache import cached_unit_vectors
+
+                _VOCABULARY_VECTORS[key] = cached_unit_vectors(self.encoder, self.vocabulary, kind="labels")
             self._vocabulary_vectors = _VOCABULARY_VECTORS[key]
         return self._vocabulary_vectors
 
@@ -327,7 +346,8 @@ class RelevanceJudge:
             if v < LABEL_MATCH_Z and gap >= NAMED_GAP_Z:  # the classifier could have named it and did not
                 r = min(r, NOT_A_MATCH)
             scores.append(max(r, LEXICAL_RELEVANCE) if lexical[-1] else r)
-        k = int(np.argmax(scores))
+        supports = [source_support(views[n]) or 1.0 for n in judged]
+        k = _surest(scores, supports)
         n = judged[k]
         basis = "appearance" if appearance else "text"
         score = round(float(scores[k]), 3)

@@ -10,9 +10,12 @@ What is checked:
    searches could return it, yet `remove()` cannot delete it. A record without its
    document-level chunk cannot be found by a search;
 4. every stored vector of a chunk that has one: finite and of unit norm, as kira writes
-   them (`kira.knowledge_base.milvus.writes`): anything else was written outside kira.
+   them (`kira.knowledge_base.milvus.writes`): anything else was written outside kira;
+5. ``<name>__terms`` agrees with the chunks, and a format-1 knowledge base (none) is named
+   (kira.knowledge_base.milvus.check_terms).
 
-Repair (`check_milvus(..., repair=True)`) deletes the orphan chunks, then checks again.
+Repair (`check_milvus(..., repair=True)`) deletes the orphan chunks, rewrites the terms rows from
+the chunks (on format 1: builds ``__terms``, the upgrade to format 2), then checks again.
 Damaged vectors and records without chunks are not repairable from Milvus alone (it is the
 only copy): the report names the documents to remove and add again.
 """
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kira.knowledge_base.check_report import CheckReport
+from kira.knowledge_base.milvus.check_terms import check_terms, repair_terms
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,7 @@ def _verify(path_or_name: str | os.PathLike[str], uri: str | None, token: str) -
             report.checked["chunks"] = "none yet (no image added)"
             return report
         _check_chunks(kb, documents, report)
+        check_terms(kb, report)
     finally:
         kb.close()
     return report
@@ -150,19 +155,24 @@ def _vector_problem(vector: Any) -> str | None:
 
 
 def _repair(path_or_name: str | os.PathLike[str], uri: str | None, token: str, report: CheckReport) -> None:
-    """Delete the orphan chunks (what `_verify` reported), and publish the change to readers."""
+    """Delete the orphan chunks, make ``__terms`` agree with the chunks (format 1: build it), as `_verify` reported,
+    and publish the change to readers."""
     from kira.knowledge_base.milvus.writes import delete_chunks
 
-    if not any(f.where == "chunks" for f in report.findings):
+    wheres = {f.where for f in report.findings}
+    if not wheres & {"chunks", "terms", "format"}:
         return
-    kb = _open(path_or_name, uri, token, read_only=False)
+    kb = _open(path_or_name, uri, token, read_only=False)  # WriterLeaseHeld while another process writes
     try:
-        documents = {key[4:] for key, _ in kb.records.prefixed("doc:", values=False)}
-        orphans = [int(r["id"]) for r in kb.rows.query_all("id >= 0", ["doc_id"]) if r["doc_id"] not in documents]
-        if orphans:
-            delete_chunks(kb.collection, orphans)
-            kb.note_external_writes()
-            kb.commit()  # flushed and published to readers
-            log.warning("deleted %d orphan chunk(s) of %s", len(orphans), kb.name)
+        if "chunks" in wheres:
+            documents = {key[4:] for key, _ in kb.records.prefixed("doc:", values=False)}
+            orphans = [int(r["id"]) for r in kb.rows.query_all("id >= 0", ["doc_id"]) if r["doc_id"] not in documents]
+            if orphans:
+                delete_chunks(kb.collection, orphans)
+                kb.note_external_writes()
+                log.warning("deleted %d orphan chunk(s) of %s", len(orphans), kb.name)
+        if wheres & {"terms", "format"}:
+            repair_terms(kb)
+        kb.commit()  # flushed and published to readers
     finally:
         kb.close()

@@ -9,7 +9,8 @@ document records, thumbnails, text pieces: kira.knowledge_base.milvus.records).
 Writes go to Milvus at once, batched and idempotent by chunk id (kira.knowledge_base.milvus.kb_writes);
 `commit` flushes them and bumps the generation, which other processes' `refresh` looks at. Milvus
 has no transactions: `rollback` cannot undo writes already sent (it says so in the log). One writer
-at a time per knowledge base, as with the embedded backend (not enforced across machines).
+at a time per knowledge base, on any machine: a lease row in ``<name>__kb``, taken at open for writing and
+checked before every write and commit (kira.knowledge_base.milvus.lease).
 The level filter and the per-document grouping of a search run in Milvus (`level_ids`,
 `document_groups`: the optional capabilities of kira.knowledge_base.storage), and so do the lexical
 search (`lexical`: Milvus's BM25 over kira's terms), the names a question uses (`identifier_postings`)
@@ -26,7 +27,8 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -34,6 +36,7 @@ from kira.knowledge_base.batch import WriteBatch
 from kira.knowledge_base.milvus.location import LITE_FILE, target
 from kira.knowledge_base.milvus.records import KbRecords, piece_value
 from kira.knowledge_base.milvus.rows import MilvusRows
+from kira.knowledge_base.milvus.stored_views import StoredBridge
 
 if TYPE_CHECKING:
     from kira.knowledge_base.compound import CompoundIndex
@@ -44,7 +47,7 @@ KIRA_KEYS = {"index_kind": "index", "levels": "levels", "caption_children": "cap
 """Settings kept inside the ``setting:kira`` row (as every Milvus knowledge base since format 1 has them)."""
 
 
-class MilvusStorage:
+class MilvusStorage(StoredBridge):
     """The `kira.knowledge_base.storage.Storage` of a Milvus knowledge base (module docstring)."""
 
     kind = "milvus"
@@ -66,6 +69,7 @@ class MilvusStorage:
         self._doc_chunk: dict[int, int] = {}  # chunk id -> document chunk id, of the ids asked about since a commit
         self._lexical: Any = None  # this commit's lexical index (MilvusLexical, or format 1: an in-process one)
         self._names: Any = None  # format 1: this commit's IdentifierIndex
+        self.lease: Any = None  # the WriterLease of a writer (kira.knowledge_base.milvus.lease); None read-only
 
     @property
     def where(self) -> str:
@@ -77,26 +81,26 @@ class MilvusStorage:
                token: str = "") -> MilvusStorage:
         """A new, empty knowledge base with `settings`, open for writing. ValueError where it (or a non-empty
         local directory) exists; ImportError naming ``kira[milvus]``; ConnectionError naming the uri."""
-        from kira.knowledge_base.milvus.schema import close_client, connect
+        from kira.knowledge_base.milvus.schema import connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
             if local.exists() and (not local.is_dir() or any(local.iterdir())):
                 raise ValueError(f"{local} exists and is not an empty directory; use KnowledgeBase.open or pick a new path")
             local.mkdir(parents=True, exist_ok=True)
-        client = connect(uri, token)
+        storage = cls(uri, name, connect(uri, token), path=local, token=token, read_only=False)
         try:
-            storage = cls(uri, name, client, path=local, token=token, read_only=False)
-            if storage.records.exists() or client.has_collection(name):
+            if storage.records.exists() or storage.client.has_collection(name):
                 raise ValueError(f"a knowledge base {name!r} already exists at {uri!r}; open it with "
                                  "KnowledgeBase.open(..., backend='milvus') or pick another name")
             storage.records.create()
+            storage._take_lease()
             storage.settings = {"format": FORMAT}
             storage.records.put({"setting:kira": json.dumps(storage.settings), "setting:generation": "0"})
             storage.put_settings(settings)
             storage._changed = False
         except BaseException:
-            close_client(client)
+            storage.close()
             raise
         return storage
 
@@ -118,17 +122,17 @@ class MilvusStorage:
     def open(cls, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "",
              read_only: bool = False) -> MilvusStorage:
         """The knowledge base named `path_or_name` (checked before anything is written: ValueError where there
-        is none, where it is not a kira knowledge base or was written by a newer kira)."""
+        is none, where it is not a kira knowledge base or was written by a newer kira; for writing,
+        `WriterLeaseHeld`, a ValueError naming the writer, where another one holds it: milvus.lease)."""
         from kira.knowledge_base.milvus.orphans import recover
-        from kira.knowledge_base.milvus.schema import close_client, connect
+        from kira.knowledge_base.milvus.schema import connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None and not (local / LITE_FILE).exists():
             raise ValueError(f"{local} is not a Milvus-backed kira knowledge base (no {LITE_FILE}); create one with "
                              "KnowledgeBase.create(..., backend='milvus')")
-        client = connect(uri, token)
+        storage = cls(uri, name, connect(uri, token), path=local, token=token, read_only=read_only)
         try:
-            storage = cls(uri, name, client, path=local, token=token, read_only=read_only)
             if not storage.records.exists():
                 raise ValueError(f"no kira knowledge base {name!r} at {uri!r} (no collection {storage.records.name!r}); "
                                  "create it with KnowledgeBase.create(..., backend='milvus')")
@@ -141,15 +145,28 @@ class MilvusStorage:
             if int(storage.settings.get("format", 0)) > FORMAT:
                 raise ValueError(f"knowledge base {name!r} was written by a newer kira (format "
                                  f"{storage.settings['format']}); upgrade kira")
+            if not read_only:
+                storage._take_lease()  # WriterLeaseHeld (a ValueError) where another writer holds it
             dims = json.loads(storage.get_setting("dims", "null") or "null")
             if dims:
                 storage.open_spaces(dims, create=False)
             storage._seen_generation = storage.generation()
             recover(storage)  # chunks a stopped writer left without a document record (milvus.orphans)
         except BaseException:
-            close_client(client)
+            storage.close()
             raise
         return storage
+
+    # ---- the writer lease (kira.knowledge_base.milvus.lease) ---------------------------------
+    def _take_lease(self) -> None:
+        from kira.knowledge_base.milvus.lease import WriterLease
+
+        self.lease = WriterLease.take(self.records, self.where, lite=self.uri.endswith(".db"))
+
+    def _keep_lease(self, *, renew: bool = False) -> None:
+        """Before a write or commit: WriterLeaseLost where another writer took this one's lease over."""
+        if self.lease is not None:
+            self.lease.keep(renew=renew)
 
     # ---- settings ---------------------------------------------------------------------
     def get_setting(self, key: str, default: str | None = None) -> str | None:
@@ -164,6 +181,7 @@ class MilvusStorage:
         return setting
 
     def put_settings(self, values: Mapping[str, str]) -> None:
+        self._keep_lease()
         rows = {f"setting:{k}": v for k, v in values.items() if k not in KIRA_KEYS}
         if any(k in KIRA_KEYS for k in values):
             for key, value in values.items():
@@ -190,7 +208,9 @@ class MilvusStorage:
 
         config = MilvusConfig(uri=self.uri, collection=self.name, visual_dim=int(dims["visual"]),
                               text_dim=int(dims["text"]), token=self.token,
-                              index="HNSW" if self.settings.get("index") == "hnsw" else "FLAT")
+                              index="HNSW" if self.settings.get("index") == "hnsw" else "FLAT",
+                              # format 1 has no terms; one cut short while upgrading is format 1 until it is whole
+                              kira_terms=int(self.settings.get("format", 1)) >= 2)
         if create:
             MilvusCollection.attach(self.client, config, create=True)
         self.collection = MilvusCollection.attach(self.client, config, create=False)
@@ -276,46 +296,19 @@ class MilvusStorage:
         rows = terms_name(col.name) if self._kira_terms() else col.name
         return compounds_for(col.client, rows, doc_ids=doc_ids, chunk_ids=chunk_ids, timeout=col.config.timeout)
 
-    # ---- the stored bridge (KeepsBridge, KnowsBridgeCurrent: kira.knowledge_base.milvus.stored_views) ------
-    def bridge_fitted_on(self) -> int:
-        from kira.knowledge_base.milvus.stored_views import stored_bridge_info
-
-        info = stored_bridge_info(self.records)
-        return int(info["fitted_on"]) if info and info.get("parts") else 0
-
-    def load_bridge(self) -> Any:
-        from kira.knowledge_base.milvus.stored_views import load_bridge
+    @contextmanager
+    def writing(self, doing: str) -> Iterator[None]:
+        """A context turning "the server stopped answering" into one `MilvusUnavailable` that names what is kept
+        (kira.knowledge_base.milvus.faults); the writer lease is then checked again at the next write."""
+        from kira.knowledge_base.milvus.faults import MilvusUnavailable, writing_to
 
         try:
-            return load_bridge(self.records)
-        except ValueError as exc:
-            log.warning("%s: %s; refitting it", self.where, exc)
-            return None
-
-    def save_bridge(self, bridge: Any, fitted_on: int) -> None:
-        from kira.knowledge_base.milvus.stored_views import store_bridge
-
-        store_bridge(self.records, bridge, fitted_on, self.generation())
-
-    def bridge_current(self) -> bool:
-        from kira.knowledge_base.milvus.stored_views import stored_bridge_info
-
-        info = stored_bridge_info(self.records)
-        if not info:
-            return False
-        return int(info.get("generation", -1)) == self.generation()
-
-    def confirm_bridge(self, captioned: int) -> None:
-        from kira.knowledge_base.milvus.stored_views import confirm_bridge
-
-        confirm_bridge(self.records, captioned, self.generation())
-
-    def writing(self, doing: str) -> Any:
-        """A context turning "the server stopped answering" into one `MilvusUnavailable` that names what is kept
-        (kira.knowledge_base.milvus.faults)."""
-        from kira.knowledge_base.milvus.faults import writing_to
-
-        return writing_to(self.uri, self.name, self._seen_generation, doing)
+            with writing_to(self.uri, self.name, self._seen_generation, doing):
+                yield
+        except MilvusUnavailable:
+            if self.lease is not None:
+                self.lease.abandon()
+            raise
 
     # ---- writing ----------------------------------------------------------------------
     def write(self, batch: WriteBatch) -> None:
@@ -326,6 +319,7 @@ class MilvusStorage:
         rows = milvus_rows(batch, list(range(len(batch.documents))))
         self.records.check(rows.documents)
         with self.writing("adding images to"):
+            self._keep_lease()
             shift = reserve_ordinals(self.collection, len(batch.documents)) * CHUNKS_PER_IMAGE
             for r in rows.records:
                 r.id += shift
@@ -337,11 +331,13 @@ class MilvusStorage:
 
     def note_external_writes(self) -> None:
         """Say that chunks were written (by this process or a Ray job's actors): the next commit flushes them
-        and publishes the new generation."""
+        and publishes the new generation. Renews the writer lease (a Ray driver calls this per batch it hears of)."""
+        self._keep_lease()
         self._changed = self._unflushed = True
         self._forget()
 
     def write_pieces(self, pieces: Mapping[str, tuple[Sequence[str], np.ndarray]]) -> None:
+        self._keep_lease()
         rows = {f"piece:{d}": piece_value(list(texts), vectors) for d, (texts, vectors) in pieces.items()}
         self.records.put({k: v for k, v in rows.items() if v is not None})
 
@@ -354,6 +350,7 @@ class MilvusStorage:
         if not self.rows.has_document(doc_id) and not orphaned(self, [doc_id]):
             return False
         with self.writing("removing a document from"):
+            self._keep_lease()
             if self.collection is not None:
                 delete_documents(self.collection, [doc_id])
             self.records.delete([f"doc:{doc_id}", f"thumb:{doc_id}", f"piece:{doc_id}"])
@@ -362,8 +359,11 @@ class MilvusStorage:
 
     def commit(self, *, checkpoint: bool | None = None) -> int:
         """Flush the chunks written since the last flush (Milvus seals them into indexed segments; not with
-        `checkpoint` False) and, where anything changed, bump the generation other processes' `refresh` reads."""
+        `checkpoint` False) and, where anything changed, bump the generation other processes' `refresh` reads.
+        A writer that lost its lease raises WriterLeaseLost and commits nothing (kira.knowledge_base.milvus.lease)."""
         with self.writing("committing"):
+            if self._changed or self._unflushed:
+                self._keep_lease(renew=True)
             if checkpoint is not False and self._unflushed and self.collection is not None:
                 self.collection.flush()
                 self._unflushed = False
@@ -403,13 +403,18 @@ class MilvusStorage:
 
         if self.records is None:
             return
-        close_client(self.client)
-        self.records, self.collection, self._indexes = None, None, {}
+        try:
+            if self.lease is not None:
+                self.lease.release()
+        finally:
+            close_client(self.client)
+            self.records, self.collection, self._indexes = None, None, {}
 
     def drop(self) -> None:
         """Delete the knowledge base from Milvus (its chunk, terms, settings and ordinal collections), and close."""
         from kira.knowledge_base.milvus.schema import close_client
 
+        self._keep_lease()
         for name in (self.name, f"{self.name}__meta", f"{self.name}__terms", self.records.name):
             if self.client.has_collection(name):
                 self.client.drop_collection(name)

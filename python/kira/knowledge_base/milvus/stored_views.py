@@ -19,7 +19,7 @@ import json
 import logging
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 log = logging.getLogger(__name__)
 
@@ -115,4 +115,42 @@ def confirm_bridge(records: Any, captioned: int, generation: int) -> dict[str, A
     return info
 
 
-__all__ = ["confirm_bridge", "load_bridge", "store_bridge", "store_no_bridge", "stored_bridge_info"]
+
+class StoredBridge:
+    """The bridge methods of `kira.knowledge_base.milvus.storage.MilvusStorage` (KeepsBridge, KnowsBridgeCurrent:
+    kira.knowledge_base.storage), over its ``records``; storing checks the writer lease first."""
+
+    records: Any
+    generation: Callable[[], int]
+    _keep_lease: Callable[[], None]
+    if TYPE_CHECKING:
+        @property
+        def where(self) -> str: ...
+
+    def bridge_fitted_on(self) -> int:
+        info = stored_bridge_info(self.records)
+        return int(info["fitted_on"]) if info and info.get("parts") else 0
+
+    def load_bridge(self) -> Any:
+        try:
+            return load_bridge(self.records)
+        except ValueError as exc:
+            log.warning("%s: %s; refitting it", self.where, exc)
+            return None
+
+    def save_bridge(self, bridge: Any, fitted_on: int) -> None:
+        self._keep_lease()
+        store_bridge(self.records, bridge, fitted_on, self.generation())
+
+    def bridge_current(self) -> bool:
+        info = stored_bridge_info(self.records)
+        if not info:
+            return False
+        return int(info.get("generation", -1)) == self.generation()
+
+    def confirm_bridge(self, captioned: int) -> None:
+        self._keep_lease()
+        confirm_bridge(self.records, captioned, self.generation())
+
+
+__all__ = ["StoredBridge", "confirm_bridge", "load_bridge", "store_bridge", "store_no_bridge", "stored_bridge_info"]
