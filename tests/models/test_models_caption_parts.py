@@ -8,6 +8,7 @@ from skimage import data
 
 from kira.models.caption_parts import CaptionParts, caption_parts
 from kira.models.default.captioner import DefaultCaptioner
+from kira.models.protocols import SplitCaptioner
 
 
 @pytest.fixture(scope="module")
@@ -18,6 +19,7 @@ def tagger():
 
 
 def test_the_tagger_says_its_labels_show_and_its_measurements_look(tagger):
+    assert isinstance(tagger, SplitCaptioner)
     for photo in (data.chelsea(), data.coffee()):
         parts = tagger.caption_parts(photo)
         assert parts.shows == tagger.label_text(photo) and parts.shows.startswith("labels: ")
@@ -43,6 +45,7 @@ def test_a_captioner_without_parts_writes_what_the_image_shows():
             return []
 
     photo = np.ascontiguousarray(data.astronaut())
+    assert not isinstance(Model(), SplitCaptioner) and isinstance(DefaultCaptioner(), SplitCaptioner)
     assert caption_parts(Model(), photo) == CaptionParts(shows="a photo of something 512 pixels wide")
     assert caption_parts(Model(), photo, "a portrait").shows == "a portrait of something 512 pixels wide"
     assert CaptionParts().text() == "" and CaptionParts(looks="dark").text() == "dark"
