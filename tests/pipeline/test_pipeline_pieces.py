@@ -17,7 +17,7 @@ from pipeline_fakes import FakeStack, HashingTextEncoder, photo
 from kira.knowledge_base import KnowledgeBase
 from kira.knowledge_base.embedded.store import SCHEMA_VERSION
 from kira.pipeline import Kira
-from kira.reasoning.verifier import GroundingVerifier, summary_pieces
+from kira.reasoning.verifier import GroundingVerifier, about_looks, summary_pieces
 
 CAPTIONS = {
     "astronaut": "An astronaut in a white space suit. A flag stands behind her; she holds a helmet.",
@@ -184,10 +184,13 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
             said = {c.plain_text for c in result.answer.claims}
             encoded = set(encoder.texts) & (pieces - said)
             assert stored and not encoded & stored  # no piece of a document / passage encoded at ask time
-            # but a cited region's or patch's own pieces (config: not at ingest) and a cited image's looks are
-            assert all(_own(p) or _looks(p) or _looks_besides(p) for p in encoded) and any(map(_looks, encoded))
+            # but a cited region's or patch's own pieces (config: not at ingest) and a cited image's whole description
+            # (it says how the image looks besides what it shows) are, and its looks only for a question or claim about
+            # looks ("striped")
+            looks = about_looks(question, result.answer.claims)
+            assert all(_own(p) or _looks(p) or _looks_besides(p) for p in encoded) and any(map(_looks, encoded)) == looks
             assert encoder.texts.count(question) == 1  # the critic reads the question's vector from its encoding
-            again = fresh.verify(result.answer, result.evidence)  # every piece encoded now
+            again = fresh.verify(result.answer, result.evidence, question=question)  # every piece encoded now
             assert again.grounding == pytest.approx(result.answer.grounding, abs=1e-5)
             for mine, theirs in zip(result.answer.claims, again.claims):
                 assert (mine.s_sim, mine.s_attn) == pytest.approx((theirs.s_sim, theirs.s_attn), abs=1e-5)

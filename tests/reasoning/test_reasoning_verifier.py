@@ -144,3 +144,43 @@ def test_held_out_domainvqa_captions_template_claims_pass_and_other_labels_are_f
     assert len(supported) >= 30 and len(planted) >= 50
     assert np.mean(supported) <= 0.05, np.mean(supported)
     assert np.mean(planted) >= 0.95, np.mean(planted)
+
+
+def _described(number: int) -> EvidenceItem:
+    """An uncaptioned photo as kira describes it: classifier labels, then how it looks."""
+    summary = ("labels: espresso; A medium-brightness, high-contrast colour image (600x400, landscape) dominated by "
+               "orange (54%), brown (26%) and red (13%); highly textured; 1 salient region: a large one at the "
+               "centre (33%).")
+    return EvidenceItem(number=number, chunk_id=number, doc_id=f"IMG_{number}", level="document", score=1.0,
+                        paths=("text",), summary=summary,
+                        provenance={"described_by": "captioner", "labels": [{"label": "espresso", "p": 0.99}]})
+
+
+class _Counting:
+    def __init__(self, encoder) -> None:
+        self.encoder, self.dim, self.seen = encoder, encoder.dim, []
+
+    def encode(self, texts):
+        self.seen.extend(texts)
+        return self.encoder.encode(texts)
+
+
+def test_looks_are_verified_only_where_the_question_or_a_claim_is_about_them(minilm) -> None:
+    """The pieces that only measure how an image looks are not stored at ingest; an ask about what an image
+    shows verifies without encoding them, and one about looks still finds them."""
+    pack = EvidencePack.from_items("a cup of coffee", [_described(1)])
+    content = Answer(text="", claims=(Claim("The image classifier labels it 'espresso' [Evidence 1].", (1,)),))
+    whole = pack.items[0].summary  # a description's whole text is stored at ingest
+    stored = {whole: minilm.encode([whole])[0]}
+    counting = _Counting(minilm)
+    verified = GroundingVerifier(counting).verify(content, pack, known=stored, question="a cup of coffee")
+    assert not verified.claims[0].hallucination_risk
+    assert not any("salient region" in t or "dominated by" in t for t in counting.seen), counting.seen
+    looks = Answer(text="", claims=(Claim("It is a medium-brightness, high-contrast colour image [Evidence 1].", (1,)),))
+    counting = _Counting(minilm)
+    asked = GroundingVerifier(counting).verify(looks, pack, question="a bright image")
+    assert any("high-contrast" in t for t in counting.seen)
+    assert not asked.claims[0].hallucination_risk
+    everything = _Counting(minilm)  # no question given: every piece, as before
+    GroundingVerifier(everything).verify(content, pack)
+    assert any("salient region" in t for t in everything.seen)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -147,7 +147,8 @@ class Verify:
         if answer is None or pack is None:
             return state
         verifier = _needed(ctx.verifier, "Verify")
-        extra = {}
+        extra: dict[str, Any] = {"question": state.question or "",  # looks are verified only where asked or claimed
+                                 "appearance_words": tuple(getattr(ctx.profile, "appearance_words", ()) or ())}
         if ctx.verifier_shares_query_encoder and built_with_this_text_encoder(ctx.kb, ctx.models):
             extra["known"] = stored_piece_vectors(ctx.kb, (*pack.items, *pack.similar), verifier.encoder.dim)
         verified = verifier.verify(dataclasses.replace(answer, similar=()), pack, **extra)

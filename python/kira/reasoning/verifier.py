@@ -59,7 +59,7 @@ import numpy as np
 
 from kira.config import GroundingConfig
 from kira.models.protocols import TextEncoder
-from kira.text.pieces import summary_pieces
+from kira.text.pieces import appearance_parts, summary_pieces
 from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 
@@ -69,7 +69,31 @@ FIELD_NAMES = frozenset("label labels tag tags caption captions text metadata de
 """Names of evidence fields: a claim of nothing but these names a field and states nothing."""
 
 
-def fields_text(item: EvidenceItem) -> str:
+def _pieces(item: EvidenceItem, looks: bool) -> list[str]:
+    """P(e): the pieces of `item`'s summary and of its fields' sentence; without `looks`, less the pieces that only
+    say how an image looks (its describer's measurements: kira.text.pieces.appearance_parts), the whole summary
+    kept."""
+    fields = fields_text(item, looks=looks)
+    pieces = summary_pieces(item.summary)
+    if not looks:
+        caption = (item.provenance or {}).get("caption")
+        measured = {part.strip(" ;.") for part in appearance_parts(item.summary, caption if isinstance(caption, str) else None)}
+        whole = item.summary.strip()
+        pieces = [p for p in pieces if p == whole or p.strip(" ;.") not in measured]
+    return list(dict.fromkeys([*pieces, *summary_pieces(fields)]))
+
+
+def about_looks(question: str | None, claims: Sequence[Claim], extra_words: Sequence[str] = ()) -> bool:
+    """Whether the question or any claim uses a word about how an image looks (kira.reasoning.shown); True
+    without a question (the caller did not say what was asked)."""
+    from kira.reasoning.shown import asks_about_appearance
+
+    if question is None:
+        return True
+    return any(asks_about_appearance(t, extra_words) for t in (question, *(c.plain_text for c in claims)))
+
+
+def fields_text(item: EvidenceItem, *, looks: bool = True) -> str:
     """What the fields of an image nobody captioned record, as the sentence kira.reasoning.field_answer
     writes from them ("IMG_1001 has no caption; the image classifier labels it 'espresso' (p 0.99)"); ""
     for a captioned or hand-built item. A claim written from the fields is checked against them as well as
@@ -80,7 +104,7 @@ def fields_text(item: EvidenceItem) -> str:
     view = shown(item)
     if view.human_text or "described_by" not in (item.provenance or {}):
         return ""
-    return item_sentence(item, appearance=True, lead="")
+    return item_sentence(item, appearance=looks, lead="")
 
 
 def token_alignment(claim: str, evidence: Sequence[str]) -> float:
@@ -154,13 +178,14 @@ class GroundingVerifier:
         self._cache.update(fresh)
         return fresh
 
-    def score_claim(self, claim: Claim, pack: EvidencePack, *, known: Mapping[str, np.ndarray] | None = None) -> Claim:
+    def score_claim(self, claim: Claim, pack: EvidencePack, *, known: Mapping[str, np.ndarray] | None = None,
+                    question: str | None = None, appearance_words: Sequence[str] = ()) -> Claim:
         """`claim` with s_sim, s_attn, grounding and hallucination_risk filled in (a new Claim);
-        `known` as in `verify`."""
-        return self._score([claim], pack, known)[0]
+        `known`, `question`, `appearance_words` as in `verify`."""
+        return self._score([claim], pack, known, looks=about_looks(question, [claim], appearance_words))[0]
 
     def _score(self, claims: Sequence[Claim], pack: EvidencePack,
-               known: Mapping[str, np.ndarray] | None = None) -> list[Claim]:
+               known: Mapping[str, np.ndarray] | None = None, *, looks: bool = True) -> list[Claim]:
         texts: list[str] = []
         pieces: dict[int, list[str]] = {}
         said: dict[int, str] = {}
@@ -169,8 +194,8 @@ class GroundingVerifier:
             for n in claim.citations:
                 if pack.has(n) and n not in pieces:
                     item = pack.by_number(n)
-                    said[n] = " ".join(t for t in (item.summary, fields_text(item)) if t)
-                    pieces[n] = list(dict.fromkeys([*summary_pieces(item.summary), *summary_pieces(fields_text(item))]))
+                    said[n] = " ".join(t for t in (item.summary, fields_text(item, looks=looks)) if t)
+                    pieces[n] = _pieces(item, looks)
                     texts.extend(pieces[n])
         vectors = self._embed(texts, known) if texts else {}
         cfg = self.config
@@ -209,7 +234,8 @@ class GroundingVerifier:
             )
         return scored
 
-    def verify(self, answer: Answer, pack: EvidencePack, *, known: Mapping[str, np.ndarray] | None = None) -> Answer:
+    def verify(self, answer: Answer, pack: EvidencePack, *, known: Mapping[str, np.ndarray] | None = None,
+               question: str | None = None, appearance_words: Sequence[str] = ()) -> Answer:
         """A copy of `answer` with every claim scored and ``grounding`` = mean claim score.
 
         Citations to numbers not in `pack` move to ``invalid_citations`` (and ground
@@ -217,8 +243,12 @@ class GroundingVerifier:
         `known`: {text: raw vector} this verifier's encoder already gave for some texts (the
         knowledge base stores its evidence's pieces, `KnowledgeBase` text pieces); they are
         used instead of encoding those texts again, and everything else is encoded.
+        `question`: what was asked; when neither it nor any claim is about how an image looks, the evidence's
+        pieces that only measure its looks are left out (no claim draws on them, and they are not stored at
+        ingest, so encoding them would be an ask's largest cost). None: every piece. `appearance_words`: the
+        profile's words about looks, besides kira.reasoning.shown's.
         """
-        claims = self._score(answer.claims, pack, known)
+        claims = self._score(answer.claims, pack, known, looks=about_looks(question, answer.claims, appearance_words))
         grounding = float(np.mean([c.grounding for c in claims])) if claims else None
         flagged = sum(c.hallucination_risk for c in claims)
         if flagged:
