@@ -94,9 +94,16 @@ class VarianceProposer:
 
 
 class AttributeCaptioner:
+    """A measurement of how an image looks (as the default describer's): "mean colour R G B"."""
+
     def caption(self, image, prompt=None):
         r, g, b = (image.reshape(-1, 3).mean(axis=0)).round().astype(int)
         return f"mean colour {r} {g} {b}"
+
+    def caption_parts(self, image, prompt=None):
+        from kira.models.caption_parts import CaptionParts
+
+        return CaptionParts(looks=self.caption(image, prompt))
 
     def hypotheses(self, image, question, n):
         return [f"{question} hypothesis"][:n] if question else []

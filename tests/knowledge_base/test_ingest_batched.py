@@ -80,7 +80,7 @@ def test_a_batched_ingest_stores_what_one_image_and_one_text_at_a_time_give(tmp_
             small.thumbnail((160, 160))
             assert np.array_equal(np.asarray(im), np.asarray(small))
     assert checked == len(stored) > 8 * 5
-    assert len(pieces) > 8  # the text pieces too: each as the text encoder gives it alone
+    assert len(pieces) >= 8  # the text pieces too (one at least per image): each as the text encoder gives it alone
     for piece, vector in pieces.items():
         np.testing.assert_allclose(vector, stack.text.encode([piece])[0], atol=1e-5)
 

@@ -78,7 +78,7 @@ def test_store_text_pieces_fills_what_ingest_left_out_on_this_backend(kb_factory
     with kb_factory(tmp_path / "kb", models=FakeStack(), config=_config(pieces=False)) as kb:
         _fill(kb)
         assert _stored_pieces(kb, "red") == {} and _stored_pieces(kb, "note") == {}
-        kb.add_image(flat(BLUE), doc_id="blue", caption="blue sky over the sea. It is calm.")
+        kb.add_image(flat(BLUE), doc_id="blue", caption="blue sky over the sea. The water is calm.")
         with pytest.raises(ValueError, match="commit"):
             kb.store_text_pieces()
         kb.commit()

@@ -1,8 +1,9 @@
 """Text pieces stored at ingest: every chunk description's sentence pieces are encoded once, kept with
 their document in the same commit and removed with it, and the verifier reads them instead of encoding
 evidence on every ask, with the same grounding scores as fresh encodings. The pieces that only say how an
-image looks (the describer's measurements; FakeStack's captioner writes "mean colour R G B") and a region's
-or patch's own pieces are left for the verifier to encode when an ask cites them."""
+image looks (the describer's measurements; FakeStack's captioner writes "mean colour R G B"), the whole of a
+description that says how it looks besides what it shows (not the chunk's embedded text) and a region's or
+patch's own pieces are left for the verifier to encode when an ask cites them."""
 
 from __future__ import annotations
 
@@ -43,6 +44,12 @@ def _looks(piece: str) -> bool:
     return piece.startswith("mean colour ")
 
 
+def _looks_besides(piece: str) -> bool:
+    """Whether `piece` is an image's whole description that says how it looks besides what it shows (left for
+    ask time: its chunk's text vector embeds what it shows, so storing it would cost an encoding at ingest)."""
+    return "; mean colour " in piece
+
+
 def _pieces(kb: KnowledgeBase, doc_id: str) -> dict[str, np.ndarray]:
     rows = kb.store.conn.execute("SELECT text, vector FROM text_pieces WHERE doc_id = ?", (doc_id,))
     return {text: np.frombuffer(blob, "<f4") for text, blob in rows}
@@ -75,9 +82,10 @@ def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_wi
         for doc in ("astronaut", "manual"):
             stored = _pieces(kb, doc)
             every = {p for d in _descriptions(kb, doc) for p in summary_pieces(d)}
-            wanted = {p for p in every if not _looks(p) or p in _descriptions(kb, doc)}
+            wanted = {p for p in every if not _looks(p) and not _looks_besides(p)}
             assert set(stored) == wanted and len(wanted) > len(_descriptions(kb, doc))
-            assert (every - wanted) == ({"mean colour 86 77 95"} if doc == "astronaut" else set())
+            held = {"mean colour 86 77 95", f"{CAPTIONS['astronaut']}; mean colour 86 77 95"}
+            assert (every - wanted) == (held if doc == "astronaut" else set())
             texts = sorted(stored)
             np.testing.assert_allclose(np.stack([stored[t] for t in texts]), encoder.encode(texts), atol=1e-6)
         assert "An astronaut in a white space suit." in _pieces(kb, "astronaut")
@@ -98,7 +106,7 @@ def test_patch_pieces_are_stored_too_when_the_config_asks(tmp_path):
         kb.add_image(photo(0), doc_id="astronaut", caption=CAPTIONS["astronaut"])
         kb.commit()
         every = {p for d in _descriptions(kb, "astronaut", ("document", "patch")) for p in summary_pieces(d)
-                 if not _looks(p)}
+                 if not _looks(p) and not _looks_besides(p)}
         assert set(_pieces(kb, "astronaut")) == every and any("patch at x" in p for p in every)
         assert not any("region at x" in p for p in every)
         kb.store.conn.execute("DELETE FROM text_pieces")  # the backfill stores what ingest stored
@@ -123,7 +131,7 @@ def test_stored_pieces_holds_back_what_its_rule_says(rule):
     every = {p for d in chunks for p in summary_pieces(d)}
     passage = set(summary_pieces(items[0]["passages"][0]))
     assert "it has mean colour 86 77 95." in passage  # a passage's words are content, never held back
-    looks = {p for p in every if _looks(p)}
+    looks = {p for p in every if _looks(p) or _looks_besides(p)}
     assert looks and set(image) == (every - (set() if rule.get("appearance") else looks)) | passage
     assert set(note) == set(summary_pieces("mean colour 1 2 3; launch pad"))  # no image: nothing held back
 
@@ -172,14 +180,15 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
             result = kira.ask(question)
             pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
             stored = {p for item in result.evidence.items if item.level in ("document", "passage")
-                      for p in summary_pieces(item.summary) if not _looks(p)}
+                      for p in summary_pieces(item.summary) if not _looks(p) and not _looks_besides(p)}
             said = {c.plain_text for c in result.answer.claims}
             encoded = set(encoder.texts) & (pieces - said)
             assert stored and not encoded & stored  # no piece of a document / passage encoded at ask time
-            # but a cited region's or patch's own pieces (config: not at ingest) are, and a cited image's looks
-            # only for a question or claim about looks ("striped")
+            # but a cited region's or patch's own pieces (config: not at ingest) and a cited image's whole description
+            # (it says how the image looks besides what it shows) are, and its looks only for a question or claim about
+            # looks ("striped")
             looks = about_looks(question, result.answer.claims)
-            assert all(_own(p) or _looks(p) for p in encoded) and any(map(_looks, encoded)) == looks
+            assert all(_own(p) or _looks(p) or _looks_besides(p) for p in encoded) and any(map(_looks, encoded)) == looks
             assert encoder.texts.count(question) == 1  # the critic reads the question's vector from its encoding
             again = fresh.verify(result.answer, result.evidence, question=question)  # every piece encoded now
             assert again.grounding == pytest.approx(result.answer.grounding, abs=1e-5)
@@ -263,7 +272,7 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
             answers[name] = (result.answer.text, result.answer.grounding, pieces & set(encoder.texts))
     assert answers["old"][:2] == (answers["new"][0], pytest.approx(answers["new"][1], abs=1e-5))
     assert len(answers["old"][2]) > len(answers["new"][2])  # the old one encodes all its evidence,
-    assert all(_own(p) or _looks(p) for p in answers["new"][2])  # the new one a cited region's / patch's own, looks
+    assert all(_own(p) or _looks(p) or _looks_besides(p) for p in answers["new"][2])  # a cited chunk's own, looks
     with KnowledgeBase.open(tmp_path / "old", models=FakeStack(text=encoder)) as kb:  # a writer migrates it
         assert kb.store.schema_version() == SCHEMA_VERSION and _pieces(kb, "cat") == {}
         kb.add_image(photo(5), doc_id="cat2", caption=CAPTIONS["cat"])
@@ -274,7 +283,7 @@ def test_a_knowledge_base_from_before_stored_pieces_opens_and_answers_the_same(t
         result = Kira(kb).ask(QUESTIONS[0])
         pieces = {p for item in result.evidence.items for p in summary_pieces(item.summary)}
         encoded = (pieces - {c.plain_text for c in result.answer.claims}) & set(encoder.texts)
-        assert pieces and all(_own(p) or _looks(p) for p in encoded)
+        assert pieces and all(_own(p) or _looks(p) or _looks_besides(p) for p in encoded)
 
 
 def test_a_bulk_ingest_without_pieces_answers_the_same_and_fills_them_later(tmp_path):

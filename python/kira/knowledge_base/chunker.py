@@ -154,24 +154,32 @@ def plan_image(
 
 def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captioner: Captioner | None, *,
              caption_children: bool, lines: Sequence[LineRead] = ()) -> None:
-    """Fill every chunk's description in place.
+    """Fill every chunk's description and embedded text in place.
 
-    The document gets the user's caption and tags first, then the text read from the
-    image (`lines`: OCR results with `.text` and `.box`, as "text: ..."), then the
-    captioner's description of the image. Regions and patches get the document's text
-    (the user's caption and tags, else the captioner's description), the lines read
-    inside them, where they are and, when `caption_children`, the captioner's
-    description of the crop. The embedded text leaves the location out, so children
-    without their own caption or text share the document's text vector (encoded once).
+    The document's description is the user's caption and tags first, then the text read from
+    the image (`lines`: OCR results with `.text` and `.box`, as "text: ..."), then the
+    captioner's description of the image. Regions and patches get the document's text (the
+    user's caption and tags, else the captioner's description), the lines read inside them,
+    where they are and, when `caption_children`, the captioner's description of the crop.
+
+    The embedded text (what the sentence encoder embeds, `embedded_text`) is what the chunk
+    shows, without the location: what a person wrote (caption, tags) or OCR read, else what a
+    model says it shows (classifier labels, `kira.models.caption_parts`) backed by how it looks
+    in words, else how it looks. So children without their own caption or text share the
+    document's text vector (encoded once), and a question such as "a cup of coffee" meets a
+    caption undiluted by brightness and colour measurements, which the stored description keeps
+    (the card, the lexical index, questions about appearance).
     """
+    from kira.models.caption_parts import CaptionParts, caption_parts
+
     head = caption.strip() if caption else ""
     if tags:
         head = f"{head}; tags: {', '.join(tags)}" if head else f"tags: {', '.join(tags)}"
-    whole = captioner.caption(plan.image) if captioner is not None else ""
+    whole = caption_parts(captioner, plan.image) if captioner is not None else CaptionParts()
     read = _read_text(lines)
-    plan.chunks[0].description = "; ".join(p for p in (head, read, whole) if p)
-    plan.chunks[0].embed_text = plan.chunks[0].description
-    shared = head or whole
+    document = plan.chunks[0]
+    document.description = "; ".join(p for p in (head, read, whole.text()) if p)
+    document.embed_text = embedded_text((head, read), (whole.shows,), (whole.looks,))
     h, w = plan.image.shape[:2]
     crops = plan.crops()
     for chunk, crop in zip(plan.chunks[1:], crops[1:]):
@@ -179,9 +187,34 @@ def describe(plan: ImagePlan, caption: str | None, tags: Sequence[str], captione
         x0, y0, x1, y1 = chunk.box
         where = f"{chunk.level} at x {x0}-{x1}, y {y0}-{y1} of {w}x{h}"
         inside = _read_text([ln for ln in lines if _centre_in(ln.box, chunk.box)])
-        crop_text = captioner.caption(crop) if caption_children and captioner is not None else ""
-        chunk.description = "; ".join(p for p in (shared, inside, where, crop_text) if p)
-        chunk.embed_text = "; ".join(p for p in (shared, inside, crop_text) if p) or where
+        own = caption_parts(captioner, crop) if caption_children and captioner is not None else CaptionParts()
+        chunk.description = "; ".join(p for p in (head or whole.text(), inside, where, own.text()) if p)
+        chunk.embed_text = embedded_text((head, inside), ("" if head else whole.shows, own.shows),
+                                         (whole.looks, own.looks)) or where
+
+
+def embedded_text(said: Sequence[str], guessed: Sequence[str], looks: Sequence[str]) -> str:
+    """What the sentence encoder embeds for a chunk, from what a person wrote or OCR read (`said`), what a
+    model says it shows (`guessed`: classifier labels, a captioning model's sentence) and how it looks
+    (`looks`: the describer's measurements), each a list of parts ("" for none):
+
+    * something `said`: it and what is `guessed`, nothing of how it looks;
+    * only something `guessed`: it and how the image looks in words, without figures
+      (`kira.text.pieces.appearance_words`): a classifier's labels are often wrong outside its
+      classes, and the look then still says something ("very dark, dominated by black");
+    * nothing known of what it shows: how it looks, as measured.
+
+    Parts are joined by '; '; "" when all are empty."""
+    from kira.text.pieces import appearance_words
+
+    said_text = "; ".join(p for p in said if p)
+    guessed_text = "; ".join(p for p in guessed if p)
+    if said_text:
+        return "; ".join(p for p in (said_text, guessed_text) if p)
+    if guessed_text:
+        words = [appearance_words(part.strip()) for text in looks for part in text.split(";")]
+        return "; ".join([guessed_text, *(w for w in words if w)])
+    return "; ".join(p for p in looks if p)
 
 
 def _read_text(lines: Sequence[LineRead]) -> str:

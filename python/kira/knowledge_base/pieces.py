@@ -23,18 +23,21 @@ def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str
                     appearance: bool = False) -> list[str]:
     """The distinct text pieces (`kira.text.pieces.summary_pieces`) a document's chunks are stored
     with at ingest: every piece of each of its `chunks` ((level, description) pairs) but, for a document
-    with an `image`, the pieces that only say how the image looks (`kira.text.pieces.appearance_parts`
-    of its image chunks' descriptions, given the user's `caption`): an answer states those only when its
-    question asks about appearance, so the verifier encodes them when an ask cites the chunk, with the
-    same vectors (`appearance`: stored too). A description's whole text is always stored (a document's is
-    its chunk text, encoded anyway)."""
+    with an `image`, the pieces that say how the image looks (`kira.text.pieces.appearance_parts` of its
+    image chunks' descriptions, given the user's `caption`) and the whole of a description that says how it
+    looks besides what it shows: an answer states appearance only when its question asks about it, so the
+    verifier encodes those when an ask cites the chunk, with the same vectors (`appearance`: stored too).
+    The whole description of an image chunk that only says how it looks is stored: it is the chunk's
+    embedded text (kira.knowledge_base.chunker.describe), encoded anyway; so is every passage's and every
+    description without appearance parts."""
     out: dict[str, None] = {}
     for level, description in chunks:
         pieces = summary_pieces(description)
         if image and level != "passage" and not appearance:
             looks = {part.strip(" ;.") for part in appearance_parts(description, caption)}
             whole = description.strip()
-            pieces = [p for p in pieces if p == whole or p.strip(" ;.") not in looks]
+            keep_whole = not looks or all(part.strip(" ;.") in looks for part in whole.split(";") if part.strip(" ;."))
+            pieces = [p for p in pieces if (p == whole and keep_whole) or (p != whole and p.strip(" ;.") not in looks)]
         out.update(dict.fromkeys(pieces))
     return list(out)
 

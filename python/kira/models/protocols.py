@@ -8,6 +8,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from kira.images import ImageLike
+from kira.models.caption_parts import CaptionParts
 
 
 @runtime_checkable
@@ -51,6 +52,15 @@ class Captioner(Protocol):
 
     def hypotheses(self, image: np.ndarray | None, question: str, n: int) -> list[str]:
         """Up to n chain-of-thought hypotheses about what answers `question`."""
+        ...
+
+
+@runtime_checkable
+class SplitCaptioner(Captioner, Protocol):
+    """A Captioner that tells what an image shows from how it looks (kira.models.caption_parts)."""
+
+    def caption_parts(self, image: np.ndarray, prompt: str | None = None) -> CaptionParts:
+        """`caption(image, prompt)` in its two parts: CaptionParts(shows, looks), with `.text()` == the caption."""
         ...
 
 

@@ -21,11 +21,10 @@ shows; its appearance becomes a claim only when the question asks about appearan
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from kira.text.pieces import appearance_parts, describer_parts
+from kira.text.pieces import appearance_parts, appearance_words, describer_parts
 from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem
 
@@ -36,9 +35,6 @@ APPEARANCE_WORDS = frozenset(
     horizontal diagonal appearance look looks looking""".split()
 )
 """General English words that ask how an image looks (not what it shows)."""
-
-_NUMBER_IN_PARENS = re.compile(r"\s*\([^()]*\d[^()]*\)")
-_PERCENT = re.compile(r"\s*\b\d+(?:\.\d+)?%")
 
 
 @dataclass(frozen=True)
@@ -127,16 +123,6 @@ def _text_read(value: object) -> tuple[str, ...]:
         if isinstance(text, str) and text.strip():
             lines.append(text.strip())
     return tuple(lines)
-
-
-def appearance_words(part: str) -> str:
-    """A describer part without its figures: 'A dark, ... image (512x512, square) dominated by gray (80%)'
-    -> 'a dark, ... image dominated by gray'; a salient-region part gives ""."""
-    if "salient region" in part:
-        return ""  # where the describer's saliency peaks: a layout statistic, not a look
-    text = _PERCENT.sub("", _NUMBER_IN_PARENS.sub("", part)).strip(" ,;.")
-    text = re.sub(r"\s+,", ",", re.sub(r"\s{2,}", " ", text))
-    return text[:1].lower() + text[1:] if text else ""
 
 
 def shown(item: EvidenceItem) -> Shown:

@@ -16,6 +16,8 @@ from kira.text.tokens import content_tokens
 _PIECE = re.compile(r"(?<=[.;!?])\s+")
 _FIELD_HEADS = ("tags:", "text:", "labels:")
 _LOCATION = re.compile(r"^(?:region|patch|document) at x \d+-\d+, y \d+-\d+ of \d+x\d+$")
+_NUMBER_IN_PARENS = re.compile(r"\s*\([^()]*\d[^()]*\)")
+_PERCENT = re.compile(r"\s*\b\d+(?:\.\d+)?%")
 
 
 def summary_pieces(summary: str) -> list[str]:
@@ -56,4 +58,14 @@ def appearance_parts(summary: str, caption: str | None = None) -> list[str]:
     return describer_parts(summary, caption or "")[1]
 
 
-__all__ = ["appearance_parts", "describer_parts", "summary_pieces"]
+def appearance_words(part: str) -> str:
+    """A describer part without its figures: 'A dark, ... image (512x512, square) dominated by gray (80%)'
+    -> 'a dark, ... image dominated by gray'; a salient-region part gives ""."""
+    if "salient region" in part:
+        return ""  # where the describer's saliency peaks: a layout statistic, not a look
+    text = _PERCENT.sub("", _NUMBER_IN_PARENS.sub("", part)).strip(" ,;.")
+    text = re.sub(r"\s+,", ",", re.sub(r"\s{2,}", " ", text))
+    return text[:1].lower() + text[1:] if text else ""
+
+
+__all__ = ["appearance_parts", "appearance_words", "describer_parts", "summary_pieces"]

@@ -7,6 +7,8 @@ probability reaches `threshold` (at most `top_k`) are put first in the caption, 
 "labels: tabby cat, tiger cat", followed by the wrapped captioner's sentence. Images the
 classifier is unsure of (most domain images: scans, drawings) get no labels.
 The knowledge base puts the user's own caption and tags before any of this.
+`caption_parts` keeps the two apart: the labels say what the image shows, the base captioner's
+measurements how it looks (kira.models.caption_parts); a knowledge base embeds the first.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kira.images import ImageLike
+from kira.models.caption_parts import CaptionParts, caption_parts
 from kira.models.cnn.encoder import CnnImageEncoder
 from kira.models.cnn.labels import imagenet_labels
 
@@ -77,10 +80,14 @@ class ImageNetTagger:
 
     def caption(self, image: ImageLike, prompt: str | None = None) -> str:
         """The label text, then the base captioner's description (steered by `prompt`), joined by '; '."""
-        parts = [self.label_text(image)]
-        if self.base is not None:
-            parts.append(self.base.caption(image, prompt))
-        return "; ".join(p for p in parts if p)
+        return self.caption_parts(image, prompt).text()
+
+    def caption_parts(self, image: ImageLike, prompt: str | None = None) -> CaptionParts:
+        """What the image shows (the label text, then what the base captioner says it shows) and how it looks
+        (what the base captioner says of that: the default describer's measurements)."""
+        base = caption_parts(self.base, image, prompt) if self.base is not None else CaptionParts()
+        shows = "; ".join(p for p in (self.label_text(image), base.shows) if p)
+        return CaptionParts(shows=shows, looks=base.looks)
 
     def hypotheses(self, image: ImageLike | None, question: str, n: int) -> list[str]:
         """The base captioner's hypotheses (labels are descriptions, not answers); [] without a base."""

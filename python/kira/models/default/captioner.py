@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from kira.images import ImageLike
+from kira.models.caption_parts import CaptionParts
 from kira.models.default.describer import Describer, ImageAttributes
 
 _STOPWORDS = frozenset(
@@ -57,6 +58,10 @@ class DefaultCaptioner:
             lead = prompt.strip().rstrip(":.")
             return f"{lead} {text[0].lower()}{text[1:]}"
         return text
+
+    def caption_parts(self, image: ImageLike, prompt: str | None = None) -> CaptionParts:
+        """`caption(image, prompt)` as how the image looks: measurements say nothing of what it shows."""
+        return CaptionParts(looks=self.caption(image, prompt))
 
     def hypotheses(self, image: ImageLike | None, question: str, n: int) -> list[str]:
         """Up to n deterministic hypotheses about what answers `question`.
