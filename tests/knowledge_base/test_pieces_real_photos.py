@@ -11,6 +11,7 @@ import pytest
 
 from kira.config import GroundingConfig, KiraConfig
 from kira.knowledge_base import KnowledgeBase
+from kira.knowledge_base.pieces import shown_piece
 from kira.pipeline import Kira
 from kira.reasoning.shown import appearance_parts
 from kira.reasoning.verifier import about_looks
@@ -71,7 +72,9 @@ def test_ingest_encodes_and_stores_no_piece_that_only_says_how_a_photo_looks(bui
     # photo's text vector embeds its labels and its look in words (kira.knowledge_base.chunker.embedded_text)
     mixed = {d.strip() for _, _, d in rows if "labels:" in d}
     kept = {p for _, _, d in rows for p in summary_pieces(d)} - looks - mixed
-    assert mixed and stored == kept  # everything else of a document's description is stored: its labels, ...
+    shown = {shown_piece(None, (), kb.provenances([d])[d].get("labels"), None, None) for d, _, _ in rows} - {""}
+    assert shown and shown <= stored  # what each labelled photo shows (its labels), for the critic and the judge
+    assert mixed and stored - shown == kept - shown  # everything else of a document's description is stored
     assert any(p.startswith("labels:") for p in stored) and not any("region at x" in p for p in stored)
     unlabelled = {d.strip() for _, _, d in rows if "labels:" not in d}  # known only by its look: its whole, embedded
     assert unlabelled <= stored and unlabelled <= set(encoded)

@@ -17,6 +17,7 @@ from pipeline_fakes import FakeStack, HashingTextEncoder, photo
 from kira.knowledge_base import KnowledgeBase
 from kira.knowledge_base.embedded.store import SCHEMA_VERSION
 from kira.pipeline import Kira
+from kira.reasoning.shown import shows_text
 from kira.reasoning.verifier import GroundingVerifier, about_looks, summary_pieces
 
 CAPTIONS = {
@@ -83,7 +84,8 @@ def test_each_piece_is_stored_once_per_document_with_its_encoding_and_removed_wi
             stored = _pieces(kb, doc)
             every = {p for d in _descriptions(kb, doc) for p in summary_pieces(d)}
             wanted = {p for p in every if not _looks(p) and not _looks_besides(p)}
-            assert set(stored) == wanted and len(wanted) > len(_descriptions(kb, doc))
+            shown = {CAPTIONS["astronaut"].rstrip(".")} if doc == "astronaut" else set()  # what the image shows
+            assert set(stored) == wanted | shown and len(wanted) > len(_descriptions(kb, doc))
             held = {"mean colour 86 77 95", f"{CAPTIONS['astronaut']}; mean colour 86 77 95"}
             assert (every - wanted) == (held if doc == "astronaut" else set())
             texts = sorted(stored)
@@ -107,6 +109,7 @@ def test_patch_pieces_are_stored_too_when_the_config_asks(tmp_path):
         kb.commit()
         every = {p for d in _descriptions(kb, "astronaut", ("document", "patch")) for p in summary_pieces(d)
                  if not _looks(p) and not _looks_besides(p)}
+        every |= {CAPTIONS["astronaut"].rstrip(".")}  # and what the image shows, as one text
         assert set(_pieces(kb, "astronaut")) == every and any("patch at x" in p for p in every)
         assert not any("region at x" in p for p in every)
         kb.store.conn.execute("DELETE FROM text_pieces")  # the backfill stores what ingest stored
@@ -190,6 +193,8 @@ def test_the_verifier_scores_the_same_with_stored_pieces_and_encodes_only_the_cl
             looks = about_looks(question, result.answer.claims)
             assert all(_own(p) or _looks(p) or _looks_besides(p) for p in encoded) and any(map(_looks, encoded)) == looks
             assert encoder.texts.count(question) == 1  # the critic reads the question's vector from its encoding
+            judged = {shows_text(i) for i in (*result.evidence.items, *result.evidence.dropped)} - {""}
+            assert judged and not judged & set(encoder.texts)  # and what each candidate shows, stored at ingest
             again = fresh.verify(result.answer, result.evidence, question=question)  # every piece encoded now
             assert again.grounding == pytest.approx(result.answer.grounding, abs=1e-5)
             for mine, theirs in zip(result.answer.claims, again.claims):

@@ -15,7 +15,7 @@ import logging
 import weakref
 from typing import Any
 
-from kira.grounding.pieces import built_with_this_text_encoder, stored_piece_vectors
+from kira.grounding.pieces import built_with_this_text_encoder, stored_vectors
 from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
@@ -59,7 +59,7 @@ def judge(ctx: StageContext, state: QueryState, pack: EvidencePack) -> Relevance
     if vector is not None:
         extra["question_vector"] = vector  # the question as the query encoding embedded it
     if pack.items and built_with_this_text_encoder(ctx.kb, ctx.models):
-        extra["known"] = stored_piece_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
+        extra["known"] = stored_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
     judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models))
     return judge_.judge(state.question, pack, image_query=state.image_query, **extra)
 

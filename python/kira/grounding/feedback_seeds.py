@@ -8,7 +8,7 @@ import numpy as np
 
 from kira.grounding.answer_relevance import label_vocabulary, relevance_judge
 from kira.grounding.evidence import build_items
-from kira.grounding.pieces import built_with_this_text_encoder, stored_piece_vectors
+from kira.grounding.pieces import built_with_this_text_encoder, stored_vectors
 from kira.query_state import QueryState, Ranking, StageContext
 from kira.reasoning.feedback_seeds import on_topic_seeds
 
@@ -27,7 +27,7 @@ def judged_seeds(state: QueryState, ctx: StageContext, lexical: Ranking | None, 
     docs = list(dict.fromkeys(head[: 4 * n] + [d for d in ctx.kb.document_chunk_of(strong).tolist() if d >= 0]))
     items = build_items(ctx.kb, docs, [0.0] * len(docs), {}, {}, thumbnails=False)
     words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
-    known = stored_piece_vectors(ctx.kb, items, getattr(encoder, "dim", 0)) \
+    known = stored_vectors(ctx.kb, items, getattr(encoder, "dim", 0)) \
         if built_with_this_text_encoder(ctx.kb, ctx.models) else {}
     asked = state.query.embeds_question(state.question) if state.query is not None else None  # not encoded again
     seeds = on_topic_seeds(relevance_judge(encoder, words, label_vocabulary(ctx.models)), state.question, items, n,

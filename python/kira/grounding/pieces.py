@@ -7,7 +7,7 @@ built the knowledge base (`built_with_this_text_encoder`).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -43,4 +43,33 @@ def stored_piece_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], d
     return {text: vector for (_, text), vector in kb.piece_vectors(keys, dim).items()}
 
 
-__all__ = ["built_with_this_text_encoder", "stored_piece_vectors"]
+def stored_shown_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], dim: int) -> dict[str, np.ndarray]:
+    """{text: raw text vector} of what the items show (kira.reasoning.shown: caption, tags, labels, text read,
+    metadata as one text) where ingest stored it as a piece (kira.knowledge_base.writing.shown_piece): what the
+    critic and the relevance judge compare a question with. Absent where not stored (a knowledge base built
+    before; metadata whose text changed in storage); the caller encodes those."""
+    from kira.reasoning.shown import shows_text
+
+    keys = list(dict.fromkeys((item.doc_id, text) for item in items if (text := shows_text(item))))
+    return {text: vector for (_, text), vector in kb.piece_vectors(keys, dim).items()} if keys else {}
+
+
+def shown_rows(items: Sequence[EvidenceItem], vectors: Mapping[str, np.ndarray], dim: int) -> np.ndarray:
+    """One unit row per item: the vector of what it shows from `vectors` ({text: raw vector}), zeros where
+    absent (the critic's ``item_vectors``: it encodes those)."""
+    from kira.reasoning.shown import shows_text
+
+    rows = np.zeros((len(items), dim), np.float32)
+    for n, item in enumerate(items):
+        vector = vectors.get(shows_text(item))
+        if vector is not None:
+            rows[n] = np.asarray(vector, np.float32) / max(float(np.linalg.norm(vector)), 1e-12)
+    return rows
+
+
+def stored_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], dim: int) -> dict[str, np.ndarray]:
+    """`stored_piece_vectors` and `stored_shown_vectors` together."""
+    return {**stored_piece_vectors(kb, items, dim), **stored_shown_vectors(kb, items, dim)}
+
+
+__all__ = ["built_with_this_text_encoder", "shown_rows", "stored_piece_vectors", "stored_shown_vectors", "stored_vectors"]

@@ -24,7 +24,7 @@ import numpy as np
 from kira.grounding.answer_relevance import (abstention, judge, on_topic, relevance_note, relevance_step,
                                              relevant_first)
 from kira.grounding.evidence import build_items, diverse, hops_with_documents
-from kira.grounding.pieces import built_with_this_text_encoder, stored_piece_vectors
+from kira.grounding.pieces import built_with_this_text_encoder, shown_rows, stored_piece_vectors, stored_shown_vectors
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.query_state import QueryState, RetrievalPath, StageContext
 from kira.reasoning.subject import enforce_subject
@@ -58,11 +58,14 @@ class Critic:
         query = critic_query(ctx, state.question, state.pixels)
         extra = {}
         if items and ctx.critic_shares_query_encoder and state.query is not None:
-            # The stored text vectors encode whole descriptions, appearance included; the critic judges what
-            # an item shows (kira.reasoning.critic.shown_text) and encodes (and caches) those texts itself.
+            # the critic judges what an item shows (kira.reasoning.critic.shown_text): ingest stores that text's
+            # vector as a piece; what is not stored the critic encodes (and caches) itself
             vector = state.query.embeds_question(query)
             if vector is not None:
                 extra["question_vector"] = vector  # the question as the query encoding embedded it
+            if built_with_this_text_encoder(ctx.kb, ctx.models):  # what each item shows, stored at ingest
+                dim = int(getattr(ctx.models.text, "dim", 0))
+                extra["item_vectors"] = shown_rows(items, stored_shown_vectors(ctx.kb, items, dim), dim)
         decision = critic.filter(query, items, ctx.config.grounding.critic_threshold, **extra)
         named = set(state.fused.led_by(RetrievalPath.IDENTIFIER).tolist())
         protected = {i.chunk_id for i in decision.dropped if i.chunk_id in named}

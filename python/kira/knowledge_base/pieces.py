@@ -17,6 +17,7 @@ from kira.knowledge_base.batch_encode import MAX_ENCODED_CHARS, encode_texts
 from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS
 from kira.knowledge_base.storage import ReusesStoredPieces, Storage
 from kira.text.pieces import appearance_parts, summary_pieces
+from kira.text.shows import shown_as_text
 
 
 def pieces_to_store(caption: str | None, image: bool, chunks: Sequence[tuple[str, str]], *,
@@ -96,6 +97,23 @@ def encode_pieces(encoder: Any, pieces: Sequence[Sequence[str]], texts: Sequence
             for item in per_item]
 
 
+def shown_piece(caption: str | None, tags: Sequence[str], labels: Sequence[Mapping[str, Any]] | None,
+                read: Sequence[Mapping[str, Any]] | None, metadata: Mapping[str, Any] | None) -> str:
+    """What an image document shows as one text (kira.text.shows), from the fields its evidence item carries: the
+    caption as stored, tags, the tagger's labels (most probable first), text read, metadata. Ingest stores it as
+    a piece, so the critic and the relevance judge read its vector instead of encoding it in an ask."""
+    ordered = sorted(labels or [], key=lambda lb: -float(lb.get("p", 0.0)))
+    return shown_as_text((caption or "")[:MAX_DESCRIPTION_CHARS].strip(), [str(t).strip() for t in tags if str(t).strip()],
+                         [str(lb["label"]) for lb in ordered if lb.get("label")],
+                         [str(ln.get("text", "")).strip() for ln in read or [] if str(ln.get("text", "")).strip()],
+                         dict(metadata or {}))
+
+
+def with_shown(pieces: list[str], shown: str) -> list[str]:
+    """`pieces` with `shown` (`shown_piece`) added where it is new."""
+    return [*pieces, shown] if shown and shown not in pieces else pieces
+
+
 def fill_missing_pieces(storage: Storage, encoder: Any, *, patches: bool, batch: int) -> int:
     """Encode and store the text pieces of every document of `storage` that has none, `batch` documents per
     write (each durable at once: no index reads the pieces, so readers rebuild nothing). Returns how many
@@ -109,6 +127,12 @@ def fill_missing_pieces(storage: Storage, encoder: Any, *, patches: bool, batch:
         part = todo[start : start + batch]
         sources = rows.described_chunks(part, levels=piece_levels(patches=patches))
         per_doc = [pieces_to_store(*sources[d]) if d in sources else [] for d in part]
+        docs, provenance = rows.documents(part), rows.provenances(part)
+        for n, d in enumerate(part):
+            doc, prov = docs.get(d), provenance.get(d) or {}
+            if doc is not None and doc.width > 0:  # an image: what it shows, as ingest stores it
+                per_doc[n] = with_shown(per_doc[n], shown_piece(doc.caption, doc.tags, prov.get("labels"),
+                                                                prov.get("text_read"), doc.metadata))
         pieces = encode_pieces(encoder, per_doc, [], np.zeros((0, dim), np.float32),
                                stored=(lambda wanted: reuse(wanted, dim)) if reuse else None)
         found = {doc_id: (texts, vectors) for doc_id, (texts, vectors) in zip(part, pieces) if texts}
@@ -118,4 +142,5 @@ def fill_missing_pieces(storage: Storage, encoder: Any, *, patches: bool, batch:
     return filled
 
 
-__all__ = ["encode_pieces", "fill_missing_pieces", "piece_levels", "pieces_to_store", "stored_pieces"]
+__all__ = ["encode_pieces", "fill_missing_pieces", "piece_levels", "pieces_to_store", "shown_piece", "stored_pieces",
+           "with_shown"]

@@ -21,7 +21,7 @@ from kira.images import ImageLike, load_image
 from kira.knowledge_base.batch import ChunkToStore, DocumentToStore, WriteBatch
 from kira.knowledge_base.batch_encode import encode_batch
 from kira.knowledge_base.inputs import clean_text, group_arg, tags_arg
-from kira.knowledge_base.pieces import encode_pieces, stored_pieces
+from kira.knowledge_base.pieces import encode_pieces, shown_piece, stored_pieces, with_shown
 
 THUMBNAIL_SIDE = 160
 
@@ -118,6 +118,12 @@ def prepare_batch(stack: Any, items: Sequence[Mapping[str, Any]], *, config: Any
     grounding = config.grounding
     if grounding.pieces_at_ingest:
         wanted = stored_pieces(items, batch.plans, texts, patches=grounding.patch_pieces_at_ingest)
+        for n, (item, plan) in enumerate(zip(items, batch.plans)):  # what the critic and the judge compare with
+            if plan is not None:
+                doc_id = str(item["doc_id"])
+                wanted[n] = with_shown(wanted[n], shown_piece(item.get("caption"), item.get("tags", ()),
+                                                              batch.labels.get(doc_id), batch.read_lines.get(doc_id),
+                                                              item.get("metadata")))
         pieces = encode_pieces(stack.text, wanted, texts, text, stored=stored_piece_texts)
     else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
         pieces = [([], np.zeros((0, dim), np.float32)) for _ in items]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from kira.text.pieces import appearance_parts, appearance_words, describer_parts
+from kira.text.shows import shown_as_text
 from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import EvidenceItem
 
@@ -80,17 +81,8 @@ class Shown:
         return not (self.human_text or self.tags or self.labels or self.text_read or self.metadata)
 
     def content_text(self) -> str:
-        """Everything it shows as one text (for relevance and the verifier); "" when `empty`."""
-        parts = [self.human_text] if self.human_text else []
-        if self.tags:
-            parts.append(", ".join(self.tags))
-        if self.labels:
-            parts.append(", ".join(name for name, _ in self.labels))
-        if self.text_read:
-            parts.append(" ".join(self.text_read))
-        if self.metadata:
-            parts.append(", ".join(f"{k} {v}" for k, v in self.metadata.items()))
-        return ". ".join(p.strip().rstrip(".") for p in parts if p.strip())
+        """Everything it shows as one text (for relevance and the critic; kira.text.shows); "" when `empty`."""
+        return shown_as_text(self.human_text, self.tags, [name for name, _ in self.labels], self.text_read, self.metadata)
 
     def looks_text(self) -> str:
         """Its appearance in words only (no figures), e.g. 'a dark, high-contrast greyscale image'; "" if unmeasured."""

@@ -71,15 +71,16 @@ FIELD_NAMES = frozenset("label labels tag tags caption captions text metadata de
 
 def _pieces(item: EvidenceItem, looks: bool) -> list[str]:
     """P(e): the pieces of `item`'s summary and of its fields' sentence; without `looks`, less the pieces that only
-    say how an image looks (its describer's measurements: kira.text.pieces.appearance_parts), the whole summary
-    kept."""
+    say how an image looks (its describer's measurements: kira.text.pieces.appearance_parts) and less the whole
+    summary where it holds such measurements (its other parts are pieces of their own; ingest does not store it)."""
     fields = fields_text(item, looks=looks)
     pieces = summary_pieces(item.summary)
     if not looks:
         caption = (item.provenance or {}).get("caption")
         measured = {part.strip(" ;.") for part in appearance_parts(item.summary, caption if isinstance(caption, str) else None)}
-        whole = item.summary.strip()
-        pieces = [p for p in pieces if p == whole or p.strip(" ;.") not in measured]
+        if measured:
+            kept = [p for p in pieces if p.strip(" ;.") not in measured and p.strip() != item.summary.strip()]
+            pieces = kept or pieces  # a summary of nothing but measurements is still compared with
     return list(dict.fromkeys([*pieces, *summary_pieces(fields)]))
 
 
