@@ -4,7 +4,9 @@ A test that runs on both backends takes `kb_factory` (tests/conftest.py) instead
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -14,6 +16,25 @@ def release_lite(uri: str | Path) -> None:
     from milvus_lite import server_manager_instance
 
     server_manager_instance.release_server(str(uri))
+
+
+@contextmanager
+def served_lite(data_dir: Path) -> Iterator[str]:
+    """A Milvus Lite server on 127.0.0.1 over `data_dir` (kira.knowledge_base.milvus.lite_server), as its own
+    process: yields its uri, stops it after. A server that does not start fails the test, naming it."""
+    import pytest
+
+    from kira.knowledge_base.milvus.lite_server import serve_lite
+
+    try:
+        proc, uri = serve_lite(data_dir)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield uri
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def unit_rows(n: int, dim: int, seed: int = 0, clusters: int = 8) -> np.ndarray:

@@ -24,20 +24,15 @@ from kira.knowledge_base import KnowledgeBase  # noqa: E402
 from kira.knowledge_base.milvus import lease as lease_module  # noqa: E402
 from kira.knowledge_base.milvus.lease import LEASE_KEY, WriterLeaseLost, read_lease  # noqa: E402
 from kira.knowledge_base.milvus.lease_heartbeat import LeaseHeartbeat  # noqa: E402
-from kira.knowledge_base.milvus.lite_server import serve_lite  # noqa: E402
+from milvus_fixtures import served_lite  # noqa: E402
 
 WAIT_S = 60.0  # how long a test waits for the thread to do what it must (it does so within a few beats)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    try:
-        proc, uri = serve_lite(tmp_path_factory.mktemp("heartbeat") / "data")
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield uri
-    proc.terminate()
-    proc.wait(timeout=30)
+    with served_lite(tmp_path_factory.mktemp("heartbeat") / "data") as uri:
+        yield uri
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from pipeline_fakes import FakeStack, photo  # noqa: E402
 from kira.knowledge_base import KnowledgeBase  # noqa: E402
 from kira.knowledge_base.milvus.lease import (LEASE_KEY, LEASE_TIMEOUT_S, WriterLeaseHeld,  # noqa: E402
                                               WriterLeaseLost, read_lease, this_machine)
-from kira.knowledge_base.milvus.lite_server import serve_lite  # noqa: E402
+from milvus_fixtures import served_lite  # noqa: E402
 
 TESTS = str(Path(__file__).resolve().parents[1])
 
@@ -55,13 +55,8 @@ for line in sys.stdin:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    try:
-        proc, uri = serve_lite(tmp_path_factory.mktemp("lease") / "data")
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    yield uri
-    proc.terminate()
-    proc.wait(timeout=30)
+    with served_lite(tmp_path_factory.mktemp("lease") / "data") as uri:
+        yield uri
 
 
 def _writer(name: str, uri: str) -> subprocess.Popen:

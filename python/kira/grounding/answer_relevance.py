@@ -96,8 +96,8 @@ def relevance_step(verdict: Relevance) -> str:
 
 
 def relevant_first(pack: EvidencePack, verdict: Relevance) -> tuple[EvidencePack, Relevance]:
-    """`pack` unchanged when its first item is the verdict's best (the item that most surely shows what was
-    asked: its relevance times how sure its source is); else with the best first, then the other items that
+    """`pack` unchanged when its first item is the verdict's best (among the items that match, the one whose
+    source is surest: kira.reasoning.relevance); else with the best first, then the other items that
     match (r >= 0.5, or for a low grade the items whose label is near the question, nearest first), then those
     that do not, each group in retrieval order, renumbered (the verdict's numbers follow). An answer is written
     from what matches the question, not from a nearer item that does not, and leads with the item its

@@ -45,7 +45,7 @@ def stored_piece_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], d
 
 def stored_shown_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], dim: int) -> dict[str, np.ndarray]:
     """{text: raw text vector} of what the items show (kira.reasoning.shown: caption, tags, labels, text read,
-    metadata as one text) where ingest stored it as a piece (kira.knowledge_base.writing.shown_piece): what the
+    metadata as one text) where ingest stored it as a piece (kira.knowledge_base.pieces.shown_piece): what the
     critic and the relevance judge compare a question with. Absent where not stored (a knowledge base built
     before; metadata whose text changed in storage); the caller encodes those."""
     from kira.reasoning.shown import shows_text

@@ -8,12 +8,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 
-def shown_as_text(human: str = "", tags: Iterable[str] = (), labels: Iterable[str] = (), text_read: Iterable[str] = (),
-               metadata: Mapping[str, Any] | None = None) -> str:
-    """The parts that are present, in that order, joined by ". " (each without its trailing full stop); tags
-    (sorted) and labels (most probable first) by ", ", text read by " ", metadata as "key value" pairs by ", " in key
-    order (a store may give the keys back sorted);
-    "" when nothing is recorded."""
+def shown_as_text(human: str = "", tags: Iterable[str] = (), labels: Iterable[str] = (),
+                  text_read: Iterable[str] = (), metadata: Mapping[str, Any] | None = None) -> str:
+    """The parts that are present, in that order, joined by ". " (each without its trailing full stop):
+    tags (sorted) and labels (most probable first) by ", ", text read by " ", metadata as "key value"
+    pairs by ", " in key order (a store may give tags and keys back sorted); "" when nothing is recorded."""
     parts = [human] if human else []
     tags, labels, text_read = list(tags), list(labels), list(text_read)
     if tags:
