@@ -32,15 +32,27 @@ def built_with_this_text_encoder(kb: KnowledgeBaseLike, models: ModelStack) -> b
     return built in (mine, type(text).__name__)
 
 
+def _piece_keys(items: Sequence[EvidenceItem]) -> list[tuple[str, str]]:
+    return [(item.doc_id, piece) for item in items for piece in summary_pieces(item.summary)]
+
+
+def _shown_keys(items: Sequence[EvidenceItem]) -> list[tuple[str, str]]:
+    from kira.reasoning.shown import shows_text
+
+    return [(item.doc_id, text) for item in items if (text := shows_text(item))]
+
+
+def _read(kb: KnowledgeBaseLike, keys: list[tuple[str, str]], dim: int) -> dict[str, np.ndarray]:
+    keys = list(dict.fromkeys(keys))
+    return {text: vector for (_, text), vector in kb.piece_vectors(keys, dim).items()} if keys else {}
+
+
 def stored_piece_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], dim: int) -> dict[str, np.ndarray]:
     """{text: raw text vector} of the items' summary pieces (`summary_pieces`) that the knowledge base
     stored at ingest: what the verifier compares claims with, so that an ask encodes only its claims.
     Pieces it does not hold (a knowledge base built before it stored them; a summary that is not the
     chunk's description) are absent, and the verifier encodes them."""
-    if not items:
-        return {}
-    keys = [(item.doc_id, piece) for item in items for piece in summary_pieces(item.summary)]
-    return {text: vector for (_, text), vector in kb.piece_vectors(keys, dim).items()}
+    return _read(kb, _piece_keys(items), dim)
 
 
 def stored_shown_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], dim: int) -> dict[str, np.ndarray]:
@@ -48,10 +60,7 @@ def stored_shown_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], d
     metadata as one text) where ingest stored it as a piece (kira.knowledge_base.pieces.shown_piece): what the
     critic and the relevance judge compare a question with. Absent where not stored (a knowledge base built
     before; metadata whose text changed in storage); the caller encodes those."""
-    from kira.reasoning.shown import shows_text
-
-    keys = list(dict.fromkeys((item.doc_id, text) for item in items if (text := shows_text(item))))
-    return {text: vector for (_, text), vector in kb.piece_vectors(keys, dim).items()} if keys else {}
+    return _read(kb, _shown_keys(items), dim)
 
 
 def shown_rows(items: Sequence[EvidenceItem], vectors: Mapping[str, np.ndarray], dim: int) -> np.ndarray:
@@ -68,8 +77,8 @@ def shown_rows(items: Sequence[EvidenceItem], vectors: Mapping[str, np.ndarray],
 
 
 def stored_vectors(kb: KnowledgeBaseLike, items: Sequence[EvidenceItem], dim: int) -> dict[str, np.ndarray]:
-    """`stored_piece_vectors` and `stored_shown_vectors` together."""
-    return {**stored_piece_vectors(kb, items, dim), **stored_shown_vectors(kb, items, dim)}
+    """`stored_piece_vectors` and `stored_shown_vectors` together, in one read of the store."""
+    return _read(kb, _piece_keys(items) + _shown_keys(items), dim)
 
 
 __all__ = ["built_with_this_text_encoder", "shown_rows", "stored_piece_vectors", "stored_shown_vectors", "stored_vectors"]

@@ -231,6 +231,13 @@ def load(path: str | os.PathLike, *, prefer_cuda: bool = True, verify: bool = Tr
     return dataclasses.replace(base, **parts, notes=base_notes + notes, providers=providers)
 
 
+def cache_dir() -> Path:
+    """KIRA_CACHE_DIR if set, else ~/.cache/kira: where built ONNX graphs and kept text vectors live (created on
+    demand by whoever writes there)."""
+    env = os.environ.get("KIRA_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
+
+
 def write_atomic(target: Path, data: bytes) -> Path:
     """Write `data` to `target` through a temporary file and a rename (a built model graph, a cache file);
     where `target`'s directory cannot be written, to ``<tmp>/kira-cache-<uid>/<its folder>/<its name>``

