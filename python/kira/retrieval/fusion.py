@@ -70,19 +70,31 @@ def _per_document(rankings: Sequence[Ranking], weights: list[float], config: Ret
     ids, chunk_scores = _core.rrf_fuse([r.ids for r in rankings], weights, config.rrf_k)
     ids = np.asarray(ids, np.int64)
     chunk_scores = np.asarray(chunk_scores, np.float64)
+    docs = _documents(ids, document_of)
+    doc_ids, doc_scores = _core.rrf_fuse([_first_of_each(_documents(r.ids, document_of)) for r in rankings],
+                                         weights, config.rrf_k)
+    doc_ids = np.asarray(doc_ids, np.int64)
+    order = np.argsort(doc_ids)
+    doc_score = np.asarray(doc_scores, np.float64)[order][np.searchsorted(doc_ids[order], docs)]
+    unique, slot = np.unique(docs, return_inverse=True)
+    best = np.zeros(len(unique), np.float64)
+    np.maximum.at(best, slot, chunk_scores)
+    share = np.divide(chunk_scores, best[slot], out=np.zeros_like(chunk_scores), where=best[slot] > 0)
+    scores = doc_score * share
+    keep = np.argsort(-scores, kind="stable")[: config.candidates]  # ties keep chunk-level RRF order
+    return ids[keep], scores[keep]
+
+
+def _documents(ids: np.ndarray, document_of: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The document of each chunk id; an unknown chunk (-1) is a document of its own."""
     docs = np.asarray(document_of(ids), np.int64)
-    docs = np.where(docs >= 0, docs, ids)  # an unknown chunk is a document of its own
-    doc_of = dict(zip(ids.tolist(), docs.tolist()))
-    per_ranking = [np.fromiter(dict.fromkeys(doc_of[i] for i in r.ids.tolist()), np.int64) for r in rankings]
-    doc_ids, doc_scores = _core.rrf_fuse(per_ranking, weights, config.rrf_k)
-    doc_score = dict(zip(np.asarray(doc_ids, np.int64).tolist(), np.asarray(doc_scores, np.float64).tolist()))
-    best: dict[int, float] = {}
-    for d, s in zip(docs.tolist(), chunk_scores.tolist()):
-        best[d] = max(best.get(d, 0.0), s)
-    scores = np.array([doc_score[d] * s / best[d] if best[d] > 0 else 0.0
-                       for d, s in zip(docs.tolist(), chunk_scores.tolist())], np.float64)
-    order = np.argsort(-scores, kind="stable")[: config.candidates]  # ties keep chunk-level RRF order
-    return ids[order], scores[order]
+    return np.where(docs >= 0, docs, ids)
+
+
+def _first_of_each(values: np.ndarray) -> np.ndarray:
+    """`values` with repeats removed, in order of first appearance."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)]
 
 
 def rerank(stack: ModelStack, question: str, fused: Fused, descriptions: dict[int, str], config: RetrievalConfig, n: int) -> bool:
