@@ -19,9 +19,10 @@ beyond float rounding.
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -61,32 +62,32 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
     plans: list[ImagePlan | None] = []
     texts: list[str] = []
     out = EncodedBatch([], [], np.zeros(0), np.zeros(0))
-    _forward_all(stack.image, [item["pixels"] for item in items if item["pixels"] is not None])
-    with ThreadPoolExecutor(1, thread_name_prefix="kira-encode-text") as pool:
-        feed = _TextFeed(stack.text, pool)
-        try:
-            for item in items:  # each image's texts go to the text thread as soon as it is described
-                if item["pixels"] is None:
-                    plans.append(None)
-                    mine = [item["caption"] or "; ".join(item["tags"]) or item["doc_id"]]
-                else:
-                    plan = plan_image(item["pixels"], getattr(stack, "regions", None), chunking, levels)
-                    reader = getattr(stack, "ocr", None)
-                    lines = reader.read(plan.image) if reader is not None else []
-                    if lines:
-                        out.read_lines[item["doc_id"]] = [
-                            {"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)} for ln in lines]
-                    describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
-                             caption_children=caption_children, lines=lines)
-                    plans.append(plan)
-                    mine = [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
-                mine += list(item.get("passages", ()))
-                feed.send(mine)
-                texts += mine
-            out.visual = _visual_vectors(stack, items, plans, out.labels)  # meanwhile the text thread encodes
-        finally:
-            feed.wait()
-        out.text = feed.vectors(texts)
+    with _forwarded(stack.image, [item["pixels"] for item in items if item["pixels"] is not None]):
+        with ThreadPoolExecutor(1, thread_name_prefix="kira-encode-text") as pool:
+            feed = _TextFeed(stack.text, pool)
+            try:
+                for item in items:  # each image's texts go to the text thread as soon as it is described
+                    if item["pixels"] is None:
+                        plans.append(None)
+                        mine = [item["caption"] or "; ".join(item["tags"]) or item["doc_id"]]
+                    else:
+                        plan = plan_image(item["pixels"], getattr(stack, "regions", None), chunking, levels)
+                        reader = getattr(stack, "ocr", None)
+                        lines = reader.read(plan.image) if reader is not None else []
+                        if lines:
+                            out.read_lines[item["doc_id"]] = [
+                                {"text": ln.text, "box": list(ln.box), "score": round(ln.score, 4)} for ln in lines]
+                        describe(plan, item["caption"], item["tags"], getattr(stack, "captioner", None),
+                                 caption_children=caption_children, lines=lines)
+                        plans.append(plan)
+                        mine = [c.embed_text or c.description or item["doc_id"] for c in plan.chunks]
+                    mine += list(item.get("passages", ()))
+                    feed.send(mine)
+                    texts += mine
+                out.visual = _visual_vectors(stack, items, plans, out.labels)  # meanwhile the text thread encodes
+            finally:
+                feed.wait()
+            out.text = feed.vectors(texts)
     out.plans, out.texts = plans, texts
     return out
 
@@ -142,16 +143,24 @@ def _visual_vectors(stack: Any, items: Sequence[Mapping[str, Any]], plans: Seque
     return np.concatenate(rows) if rows else np.zeros((0, stack.image.dim), np.float32)
 
 
-def _forward_all(encoder: Any, images: list[np.ndarray]) -> None:
+@contextlib.contextmanager
+def _forwarded(encoder: Any, images: list[np.ndarray]) -> Iterator[None]:
     """One batched forward pass over the batch's images where the image encoder (or the CNN inside a fused
     one) keeps a content-keyed cache of forward passes (`forward`): the region proposer, the tagger and the
-    chunk vectors of each image then read that cache instead of running the network one image at a time."""
+    chunk vectors of each image then read that cache instead of running the network one image at a time.
+    Within the block the images are pinned (`pinned`: each image's content key is computed once)."""
     for part in (encoder, getattr(encoder, "cnn", None)):
         forward = getattr(part, "forward", None)
-        cache_items = getattr(getattr(part, "config", None), "cache_items", 0)
-        if callable(forward) and images and isinstance(cache_items, int) and cache_items >= len(images):
-            forward(images)
-            return
+        if not callable(forward) or not images:
+            continue
+        pinned = getattr(part, "pinned", None)
+        with pinned(images) if callable(pinned) else contextlib.nullcontext():
+            cache_items = getattr(getattr(part, "config", None), "cache_items", 0)
+            if isinstance(cache_items, int) and cache_items >= len(images):
+                forward(images)
+            yield
+        return
+    yield
 
 
 def encode_texts(encoder: Any, texts: Sequence[str]) -> np.ndarray:
