@@ -16,29 +16,13 @@ feedback whenever it is on topic at all.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from skimage_photos import CAPTIONS, captioned_kb
 
-from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 
-skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
 
-CAPTIONS = {
-    "astronaut": "portrait of an astronaut in a white spacesuit in front of the flag",
-    "brick": "a brick wall texture",
-    "camera": "black and white photo of a man with a camera on a tripod",
-    "cell": "microscope image of a single cell",
-    "clock": "a wall clock photographed at an angle",
-    "coffee": "a cup of coffee on a saucer with a spoon",
-    "coins": "old coins lying on a table",
-    "grass": "a close-up texture of grass",
-    "gravel": "a close-up texture of gravel stones",
-    "microaneurysms": "a small greyscale fundus detail with dark spots",
-    "moon": "the surface of the moon with craters",
-    "retina": "a colour photograph of the back of the eye",
-    "rocket": "a rocket on the launch pad before lift-off",
-}
 QUESTIONS = {"a photographer with his equipment": "camera", "green lawn": "grass", "small pebbles": "gravel",
              "a masonry wall": "brick", "lunar craters": "moon", "metal money": "coins",
              "dark dots in a grey eye image": "microaneurysms"}
@@ -46,12 +30,7 @@ QUESTIONS = {"a photographer with his equipment": "camera", "green lawn": "grass
 
 @pytest.fixture(scope="module")
 def kira(tmp_path_factory):
-    base = KnowledgeBase.create(tmp_path_factory.mktemp("feedback") / "kb")
-    for name, caption in CAPTIONS.items():
-        image = np.asarray(getattr(skimage_data, name)())
-        image = np.repeat(image[:, :, None], 3, 2) if image.ndim == 2 else image[:, :, :3]
-        base.add_image(np.ascontiguousarray(image), doc_id=name, caption=caption)
-    base.commit()
+    base = captioned_kb(tmp_path_factory.mktemp("feedback") / "kb", CAPTIONS)
     yield Kira(base)
     base.close()
 

@@ -11,22 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from skimage_photos import CAPTIONS as PHOTO_CAPTIONS
+from skimage_photos import captioned_kb, skimage_rgb
 
 from kira.grounding.evidence import LOCATING_PATHS, adds_to
-from kira.knowledge_base import KnowledgeBase
 from kira.knowledge_base.rows import ChunkRow
 from kira.pipeline import Kira
 
-skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
 
-CAPTIONS = {
-    "retina": "a colour photograph of the back of the eye",
-    "microaneurysms": "a small greyscale fundus detail with dark spots",
-    "camera": "black and white photo of a man with a camera on a tripod",
-    "cell": "microscope image of a single cell",
-    "moon": "the surface of the moon with craters",
-    "coins": "old coins lying on a table",
-}
+CAPTIONS = {name: PHOTO_CAPTIONS[name] for name in ("retina", "microaneurysms", "camera", "cell", "moon", "coins")}
 
 
 def _row(level: str, description: str, box=None) -> ChunkRow:
@@ -45,12 +39,7 @@ def test_a_region_adds_only_what_its_document_does_not_say():
 
 @pytest.fixture(scope="module")
 def kira(tmp_path_factory):
-    base = KnowledgeBase.create(tmp_path_factory.mktemp("one_per_image") / "kb")
-    for name, caption in CAPTIONS.items():
-        image = np.asarray(getattr(skimage_data, name)())
-        image = np.repeat(image[:, :, None], 3, 2) if image.ndim == 2 else image[:, :, :3]
-        base.add_image(np.ascontiguousarray(image), doc_id=name, caption=caption)
-    base.commit()
+    base = captioned_kb(tmp_path_factory.mktemp("one_per_image") / "kb", CAPTIONS)
     yield Kira(base)
     base.close()
 
@@ -71,8 +60,7 @@ def test_no_image_is_listed_twice_for_the_same_words(kira, variant):
 
 def test_a_crop_keeps_the_region_it_matches(kira):
     """With a query image the region the crop matches says where: it stays beside its document."""
-    retina = np.asarray(skimage_data.retina())[:, :, :3]
-    crop = np.ascontiguousarray(retina[300:1000, 200:1200])
+    crop = np.ascontiguousarray(skimage_rgb("retina")[300:1000, 200:1200])
     result = kira.ask(None, image=crop, variant="dual_path", top_k=5, thumbnails=False)
     mine = [i for i in result.evidence.items if i.doc_id == "retina"]
     assert len(mine) == 2 and all(LOCATING_PATHS.intersection(i.paths) for i in mine), \

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from skimage_photos import captioned_kb, skimage_rgb
 
 from kira.config import RetrievalConfig
-from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 from kira.query_state import Ranking, RetrievalPath
 from kira.retrieval.fusion import fuse
 
-skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
 
 # chunk id -> document chunk id: documents 10 and 20, each with parts
 DOCUMENT_OF = {10: 10, 11: 10, 12: 10, 20: 20, 21: 20, 22: 20, 23: 20}
@@ -69,19 +69,12 @@ def test_fusion_keeps_at_most_the_configured_candidates():
     assert len(fused.ids) == 3 and fused.ids.tolist()[0] == 10
 
 
-def _rgb(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a)
-    return np.ascontiguousarray(np.repeat(a[:, :, None], 3, 2) if a.ndim == 2 else a[:, :, :3])
-
-
 def test_a_brighter_copy_of_the_moon_finds_the_moon_under_every_variant(tmp_path):
     from kira.models import load_default
 
-    with KnowledgeBase.create(tmp_path / "kb", models=load_default(image_encoder="pixel")) as kb:
-        for name in ("moon", "text", "clock", "page", "grass", "gravel"):
-            kb.add_image(_rgb(getattr(skimage_data, name)()), doc_id=name)  # no captions
-        kb.commit()
-        brighter = np.clip(_rgb(skimage_data.moon()).astype(np.float32) * 1.2 + 10, 0, 255).astype(np.uint8)
+    uncaptioned = dict.fromkeys(("moon", "text", "clock", "page", "grass", "gravel"))
+    with captioned_kb(tmp_path / "kb", uncaptioned, models=load_default(image_encoder="pixel")) as kb:
+        brighter = np.clip(skimage_rgb("moon").astype(np.float32) * 1.2 + 10, 0, 255).astype(np.uint8)
         kira = Kira(kb)
         for variant in ("dual_path", "full"):
             result = kira.ask(None, image=brighter, variant=variant, top_k=5, thumbnails=False)
