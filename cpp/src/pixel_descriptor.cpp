@@ -1,0 +1,310 @@
+// The default pixel descriptor, image by image; see pixel_descriptor.hpp. Each step keeps
+// the numpy reference's float32 arithmetic (histogram counts accumulate in double, as
+// numpy.bincount does), so rows agree with it to float32 rounding.
+#include "kira/pixel_descriptor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace kira {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+std::size_t cells(const std::vector<int>& levels) {
+  std::size_t total = 0;
+  for (int c : levels) total += static_cast<std::size_t>(c) * static_cast<std::size_t>(c);
+  return total;
+}
+
+int finest_level(const std::vector<int>& levels, const char* what) {
+  if (levels.empty()) throw std::invalid_argument(std::string(what) + " must name at least one level");
+  const int finest = *std::max_element(levels.begin(), levels.end());
+  for (int c : levels) {
+    if (c < 1 || finest % c != 0) {
+      throw std::invalid_argument(std::string(what) + " levels must be >= 1 and divide the finest level " +
+                                  std::to_string(finest));
+    }
+  }
+  return finest;
+}
+
+// ((1 + w) x + (1 - w) mirror(x)) / 2 over a c x c grid of `bins` values per cell; mirror()
+// reverses the columns (and the bins when reverse_bins). In place; weight >= 1 leaves x.
+void mirror_mix(float* x, int c, int bins, double weight, bool reverse_bins, std::vector<float>& tmp) {
+  if (weight >= 1.0) return;
+  const float a = static_cast<float>((1.0 + weight) / 2.0), b = static_cast<float>((1.0 - weight) / 2.0);
+  const std::size_t n = static_cast<std::size_t>(c) * c * bins;
+  tmp.assign(x, x + n);
+  for (int cy = 0; cy < c; ++cy) {
+    for (int cx = 0; cx < c; ++cx) {
+      for (int k = 0; k < bins; ++k) {
+        const float m = tmp[(static_cast<std::size_t>(cy) * c + (c - 1 - cx)) * bins + (reverse_bins ? bins - 1 - k : k)];
+        x[(static_cast<std::size_t>(cy) * c + cx) * bins + k] = a * tmp[(static_cast<std::size_t>(cy) * c + cx) * bins + k] + b * m;
+      }
+    }
+  }
+}
+
+// Pixel (y, x) of an h x w map falls into finest-grid cell (y * f / h, x * f / w).
+void cell_map(std::size_t h, std::size_t w, int f, std::vector<std::int32_t>& out) {
+  out.resize(h * w);
+  for (std::size_t y = 0; y < h; ++y) {
+    const auto cy = std::min<std::size_t>(y * f / h, f - 1);
+    for (std::size_t x = 0; x < w; ++x) {
+      out[y * w + x] = static_cast<std::int32_t>(cy * f + std::min<std::size_t>(x * f / w, f - 1));
+    }
+  }
+}
+
+// The pyramid of finest-cell counts (finest^2 x bins, row-major): each level's cells are
+// sums of finest cells, optionally Hellinger-mapped per cell and scaled to 1/c, then
+// mirror-mixed; written level after level to out.
+float* pyramid(const std::vector<double>& counts, int finest, int bins, const std::vector<int>& levels,
+               bool per_cell, double mirror, bool reverse_bins, float* out, std::vector<float>& tmp) {
+  std::vector<float> fine(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) fine[i] = static_cast<float>(counts[i]);
+  for (int c : levels) {
+    const int f = finest / c;
+    float* level = out;
+    for (int cy = 0; cy < c; ++cy) {
+      for (int cx = 0; cx < c; ++cx) {
+        float* cell = level + (static_cast<std::size_t>(cy) * c + cx) * bins;
+        std::fill(cell, cell + bins, 0.0f);
+        for (int fy = cy * f; fy < (cy + 1) * f; ++fy) {
+          for (int fx = cx * f; fx < (cx + 1) * f; ++fx) {
+            const float* src = fine.data() + (static_cast<std::size_t>(fy) * finest + fx) * bins;
+            for (int k = 0; k < bins; ++k) cell[k] += src[k];
+          }
+        }
+        if (per_cell) {
+          float total = 0.0f;
+          for (int k = 0; k < bins; ++k) total += cell[k];
+          total = std::max(total, 1e-6f);
+          for (int k = 0; k < bins; ++k) cell[k] = std::sqrt(cell[k] / total) / static_cast<float>(c);
+        }
+      }
+    }
+    mirror_mix(level, c, bins, mirror, reverse_bins, tmp);
+    out += static_cast<std::size_t>(c) * c * bins;
+  }
+  return out;
+}
+
+// Rotation-invariant uniform LBP code (0..9) of every pixel at distance >= r from the border.
+void lbp_riu2(const std::vector<std::int16_t>& q, std::size_t s, int r, std::vector<std::int32_t>& codes) {
+  const std::size_t m = s - 2 * r;
+  codes.resize(m * m);
+  const int dy[8] = {-r, -r, -r, 0, r, r, r, 0}, dx[8] = {-r, 0, r, r, r, 0, -r, -r};
+  for (std::size_t y = 0; y < m; ++y) {
+    for (std::size_t x = 0; x < m; ++x) {
+      const std::size_t cy = y + r, cx = x + r;
+      const std::int16_t centre = q[cy * s + cx];
+      bool bits[8];
+      for (int k = 0; k < 8; ++k) bits[k] = q[(cy + dy[k]) * s + (cx + dx[k])] >= centre;
+      int ones = 0, transitions = 0;
+      for (int k = 0; k < 8; ++k) {
+        ones += bits[k];
+        transitions += bits[k] != bits[(k + 1) % 8];
+      }
+      codes[y * m + x] = transitions <= 2 ? ones : 9;
+    }
+  }
+}
+
+// Block means of a side x side map over a g x g grid, float32 sums as numpy's mean.
+void block_means(const float* map, std::size_t side, int g, float* out) {
+  const std::size_t k = side / g;
+  const float count = static_cast<float>(k * k);
+  for (int gy = 0; gy < g; ++gy) {
+    for (int gx = 0; gx < g; ++gx) {
+      float sum = 0.0f;
+      for (std::size_t y = gy * k; y < (gy + 1) * k; ++y) {
+        for (std::size_t x = gx * k; x < (gx + 1) * k; ++x) sum += map[y * side + x];
+      }
+      out[gy * g + gx] = sum / count;
+    }
+  }
+}
+
+// x - mean(x); the mean in double, exact for equal values (a uniform image's layout stays 0).
+void subtract_mean(float* x, std::size_t n) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  for (std::size_t i = 0; i < n; ++i) x[i] -= mean;
+}
+
+// x / max(|x|, 1e-12) * weight, in place.
+void normalise(float* x, std::size_t n, float weight) {
+  double sq = 0.0;
+  for (std::size_t i = 0; i < n; ++i) sq += static_cast<double>(x[i]) * x[i];
+  const float norm = std::max(static_cast<float>(std::sqrt(sq)), 1e-12f);
+  for (std::size_t i = 0; i < n; ++i) x[i] = x[i] / norm * weight;
+}
+
+void check(const PixelDescriptorOptions& o, std::size_t size) {
+  const auto fits = [size](int d) { return d >= 1 && size % static_cast<std::size_t>(d) == 0; };
+  if (o.colour_table.size() != 32768) {
+    throw std::invalid_argument("colour_table must have 32768 entries, got " + std::to_string(o.colour_table.size()));
+  }
+  for (std::int32_t b : o.colour_table) {
+    if (b < 0 || b >= o.colour_bins) throw std::invalid_argument("colour_table has a bin outside [0, colour_bins)");
+  }
+  for (const auto* levels : {&o.colour_levels, &o.texture_levels, &o.gradient_levels}) {
+    for (int c : *levels) {
+      if (!fits(c)) throw std::invalid_argument("size " + std::to_string(size) + " must be divisible by every pyramid level");
+    }
+  }
+  finest_level(o.colour_levels, "colour");
+  finest_level(o.texture_levels, "texture");
+  finest_level(o.gradient_levels, "gradient");
+  for (int r : o.lbp_radii) {
+    if (r < 1 || 2 * static_cast<std::size_t>(r) >= size) throw std::invalid_argument("lbp radii must be in [1, size / 2)");
+  }
+  if (o.orientation_bins < 1) throw std::invalid_argument("orientation_bins must be >= 1");
+  if (!fits(o.layout_grid)) throw std::invalid_argument("size must be divisible by layout_grid");
+  if (size % 2 != 0 || o.saliency.grid < 1 || (size / 2) % static_cast<std::size_t>(o.saliency.grid) != 0 ||
+      o.salience_grid < 1 || o.saliency.grid % o.salience_grid != 0) {
+    throw std::invalid_argument("size / 2 must be a multiple of the saliency grid, and that of salience_grid");
+  }
+}
+
+}  // namespace
+
+std::size_t pixel_descriptor_dim(const PixelDescriptorOptions& o) {
+  return static_cast<std::size_t>(o.colour_bins) * cells(o.colour_levels) +
+         10 * o.lbp_radii.size() * cells(o.texture_levels) +
+         static_cast<std::size_t>(o.orientation_bins) * cells(o.gradient_levels) +
+         static_cast<std::size_t>(o.layout_grid) * o.layout_grid +
+         static_cast<std::size_t>(o.salience_grid) * o.salience_grid;
+}
+
+void pixel_descriptors(const std::uint8_t* rgb, std::size_t n, std::size_t size,
+                       const PixelDescriptorOptions& o, float* out) {
+  check(o, size);
+  const std::size_t s = size, pixels = s * s, dim = pixel_descriptor_dim(o), half = s / 2;
+  const int nb = o.orientation_bins;
+  const std::size_t colour_len = static_cast<std::size_t>(o.colour_bins) * cells(o.colour_levels);
+  const std::size_t texture_len = 10 * o.lbp_radii.size() * cells(o.texture_levels);
+  const std::size_t gradient_len = static_cast<std::size_t>(nb) * cells(o.gradient_levels);
+  const std::size_t layout_len = static_cast<std::size_t>(o.layout_grid) * o.layout_grid;
+  const std::size_t salience_len = static_cast<std::size_t>(o.salience_grid) * o.salience_grid;
+
+  // The salience maps of the whole batch first: 2 x 2 rounded box means, then the saliency map.
+  std::vector<std::uint8_t> halves(n * half * half * 3);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t* src = rgb + i * pixels * 3;
+    std::uint8_t* dst = halves.data() + i * half * half * 3;
+    for (std::size_t y = 0; y < half; ++y) {
+      for (std::size_t x = 0; x < half; ++x) {
+        for (std::size_t ch = 0; ch < 3; ++ch) {
+          const unsigned sum = src[((2 * y) * s + 2 * x) * 3 + ch] + src[((2 * y + 1) * s + 2 * x) * 3 + ch] +
+                               src[((2 * y) * s + 2 * x + 1) * 3 + ch] + src[((2 * y + 1) * s + 2 * x + 1) * 3 + ch];
+          dst[(y * half + x) * 3 + ch] = static_cast<std::uint8_t>((sum + 2) >> 2);
+        }
+      }
+    }
+  }
+  const std::size_t map_side = static_cast<std::size_t>(o.saliency.grid);
+  std::vector<float> maps(n * map_side * map_side);
+  saliency_maps(halves.data(), n, half, o.saliency, maps.data());
+
+  const float luma_r = 0.299f / 255.0f, luma_g = 0.587f / 255.0f, luma_b = 0.114f / 255.0f;
+  const float orientation_scale = static_cast<float>(nb / kPi);
+  const int colour_finest = finest_level(o.colour_levels, "colour");
+  const int texture_finest = finest_level(o.texture_levels, "texture");
+  const int gradient_finest = finest_level(o.gradient_levels, "gradient");
+  std::vector<float> grey(pixels), tmp, mag(pixels), upper(pixels);
+  std::vector<std::int16_t> q(pixels);
+  std::vector<std::int32_t> cellmap, codes, lo(pixels), hi(pixels);
+  std::vector<double> counts;
+  std::vector<std::int32_t> colour_cells, gradient_cells;
+  cell_map(s, s, colour_finest, colour_cells);
+  cell_map(s, s, gradient_finest, gradient_cells);
+
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t* px = rgb + i * pixels * 3;
+    float* row = out + i * dim;
+    for (std::size_t p = 0; p < pixels; ++p) {
+      grey[p] = luma_r * static_cast<float>(px[3 * p]) + luma_g * static_cast<float>(px[3 * p + 1]) +
+                luma_b * static_cast<float>(px[3 * p + 2]);
+    }
+    // colour: table bin of each 5-bit-per-channel pixel, pyramid of per-cell distributions
+    float* block = row;
+    counts.assign(static_cast<std::size_t>(colour_finest) * colour_finest * o.colour_bins, 0.0);
+    for (std::size_t p = 0; p < pixels; ++p) {
+      const int idx = ((px[3 * p] >> 3) << 10) | ((px[3 * p + 1] >> 3) << 5) | (px[3 * p + 2] >> 3);
+      counts[static_cast<std::size_t>(colour_cells[p]) * o.colour_bins + o.colour_table[idx]] += 1.0;
+    }
+    pyramid(counts, colour_finest, o.colour_bins, o.colour_levels, true, o.mirror_weight, false, block, tmp);
+    normalise(block, colour_len, static_cast<float>(o.colour_weight));
+    // texture: LBP riu2 codes at each radius
+    block += colour_len;
+    for (std::size_t p = 0; p < pixels; ++p) q[p] = static_cast<std::int16_t>(std::nearbyint(grey[p] * 255.0f));
+    float* part = block;
+    for (int r : o.lbp_radii) {
+      lbp_riu2(q, s, r, codes);
+      const std::size_t m = s - 2 * r;
+      cell_map(m, m, texture_finest, cellmap);
+      counts.assign(static_cast<std::size_t>(texture_finest) * texture_finest * 10, 0.0);
+      for (std::size_t p = 0; p < m * m; ++p) counts[static_cast<std::size_t>(cellmap[p]) * 10 + codes[p]] += 1.0;
+      part = pyramid(counts, texture_finest, 10, o.texture_levels, true, o.mirror_weight, false, part, tmp);
+    }
+    normalise(block, texture_len, static_cast<float>(o.texture_weight));
+    // gradient: magnitude-weighted unsigned orientations, soft-assigned to the two nearest bins
+    block += texture_len;
+    for (std::size_t y = 0; y < s; ++y) {
+      for (std::size_t x = 0; x < s; ++x) {
+        const std::size_t p = y * s + x;
+        const float gx = (x >= 1 && x + 1 < s) ? grey[p + 1] - grey[p - 1] : 0.0f;
+        const float gy = (y >= 1 && y + 1 < s) ? grey[p + s] - grey[p - s] : 0.0f;
+        mag[p] = std::sqrt(gx * gx + gy * gy);
+        float pos = std::atan2(gy, gx) * orientation_scale;
+        if (pos < 0.0f) pos += static_cast<float>(nb);
+        pos -= 0.5f;
+        int low = static_cast<int>(pos + static_cast<float>(nb)) - nb;
+        const float frac = pos - static_cast<float>(low);
+        if (low < 0) low += nb;
+        lo[p] = low;
+        hi[p] = low + 1 >= nb ? 0 : low + 1;
+        upper[p] = mag[p] * frac;
+      }
+    }
+    counts.assign(static_cast<std::size_t>(gradient_finest) * gradient_finest * nb, 0.0);
+    for (std::size_t p = 0; p < pixels; ++p) {  // numpy.bincount's order: the lower votes, then the upper
+      counts[static_cast<std::size_t>(gradient_cells[p]) * nb + lo[p]] += static_cast<double>(mag[p] - upper[p]);
+    }
+    for (std::size_t p = 0; p < pixels; ++p) {
+      counts[static_cast<std::size_t>(gradient_cells[p]) * nb + hi[p]] += static_cast<double>(upper[p]);
+    }
+    pyramid(counts, gradient_finest, nb, o.gradient_levels, false, o.mirror_weight, true, block, tmp);
+    float* level = block;
+    for (int c : o.gradient_levels) {  // normalised by the image's mean energy per cell
+      const std::size_t width = static_cast<std::size_t>(c) * c * nb;
+      float total = 0.0f;
+      for (std::size_t k = 0; k < width; ++k) total += level[k];
+      total = total / static_cast<float>(c * c) + 1e-6f;
+      for (std::size_t k = 0; k < width; ++k) level[k] = std::sqrt(level[k] / total) / static_cast<float>(c);
+      level += width;
+    }
+    normalise(block, gradient_len, static_cast<float>(o.gradient_weight));
+    // layout: zero-mean luminance thumbnail
+    block += gradient_len;
+    block_means(grey.data(), s, o.layout_grid, block);
+    mirror_mix(block, o.layout_grid, 1, o.mirror_weight, false, tmp);
+    subtract_mean(block, layout_len);
+    normalise(block, layout_len, static_cast<float>(o.layout_weight));
+    // salience: zero-mean grid of the saliency map
+    block += layout_len;
+    block_means(maps.data() + i * map_side * map_side, map_side, o.salience_grid, block);
+    mirror_mix(block, o.salience_grid, 1, o.salience_mirror_weight, false, tmp);
+    subtract_mean(block, salience_len);
+    normalise(block, salience_len, static_cast<float>(o.salience_weight));
+    normalise(row, dim, 1.0f);
+  }
+}
+
+}  // namespace kira
