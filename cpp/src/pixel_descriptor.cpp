@@ -1,6 +1,11 @@
 // The default pixel descriptor, image by image; see pixel_descriptor.hpp. Each step keeps
 // the numpy reference's float32 arithmetic (histogram counts accumulate in double, as
 // numpy.bincount does), so rows agree with it to float32 rounding.
+#if defined(__GNUC__) && !defined(__clang__)
+// Lets GCC turn the float comparisons of the gradient loop into vector selects (no FP
+// exceptions are inspected anywhere); it changes no rounding, so parity is unaffected.
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "kira/pixel_descriptor.hpp"
 
 #include <algorithm>
@@ -12,6 +17,29 @@ namespace kira {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
+
+// atan2 in float32 to within ~1e-7 rad (numpy's float32 arctan2 is within an ulp or so of the
+// exact value; orientation votes are continuous in the angle, so this is far inside the parity
+// tolerance), branch-free so that the gradient loop vectorises, which libm's atan2f does not.
+inline float atan2_approx(float y, float x) {
+  const float ax = std::fabs(x), ay = std::fabs(y);
+  const float hi = std::max(ax, ay), lo = std::min(ax, ay);
+  const float a = lo / std::max(hi, 1e-30f);  // 0 / tiny = 0 for x = y = 0; no branch
+  const float s = a * a;
+  float r = 2.456721114e-03f;  // odd minimax-fitted polynomial for atan on [0, 1]
+  r = r * s - 1.440134797e-02f;
+  r = r * s + 3.978121613e-02f;
+  r = r * s - 7.234857808e-02f;
+  r = r * s + 1.049894706e-01f;
+  r = r * s - 1.416122979e-01f;
+  r = r * s + 1.998590693e-01f;
+  r = r * s - 3.333259705e-01f;
+  r = r * s + 9.999998864e-01f;
+  r *= a;
+  r = ay > ax ? 1.57079632679489662f - r : r;
+  r = x < 0.0f ? 3.14159265358979324f - r : r;
+  return std::copysign(r, y);  // the sign of y, -0 included
+}
 
 std::size_t cells(const std::vector<int>& levels) {
   std::size_t total = 0;
@@ -56,6 +84,44 @@ void cell_map(std::size_t h, std::size_t w, int f, std::vector<std::int32_t>& ou
     for (std::size_t x = 0; x < w; ++x) {
       out[y * w + x] = static_cast<std::int32_t>(cy * f + std::min<std::size_t>(x * f / w, f - 1));
     }
+  }
+}
+
+// Votes per slot (cell * bins + bin), unweighted or weighted, into counts (which must be
+// zeroed). Four interleaved partial histograms break the read-modify-write chains of
+// consecutive pixels voting for the same slot; integer counts stay exact, weighted sums
+// differ from numpy.bincount's sequential double sums by double rounding only.
+void count_votes(const std::int32_t* slots, std::size_t n, std::vector<double>& counts,
+                 std::vector<double>& partial) {
+  const std::size_t total = counts.size();
+  partial.assign(4 * total, 0.0);
+  std::size_t p = 0;
+  for (; p + 4 <= n; p += 4) {
+    partial[slots[p]] += 1.0;
+    partial[total + slots[p + 1]] += 1.0;
+    partial[2 * total + slots[p + 2]] += 1.0;
+    partial[3 * total + slots[p + 3]] += 1.0;
+  }
+  for (; p < n; ++p) partial[slots[p]] += 1.0;
+  for (std::size_t k = 0; k < total; ++k) {
+    counts[k] += (partial[k] + partial[total + k]) + (partial[2 * total + k] + partial[3 * total + k]);
+  }
+}
+
+void add_weighted_votes(const std::int32_t* slots, const float* weights, std::size_t n,
+                        std::vector<double>& counts, std::vector<double>& partial) {
+  const std::size_t total = counts.size();
+  partial.assign(4 * total, 0.0);
+  std::size_t p = 0;
+  for (; p + 4 <= n; p += 4) {
+    partial[slots[p]] += weights[p];
+    partial[total + slots[p + 1]] += weights[p + 1];
+    partial[2 * total + slots[p + 2]] += weights[p + 2];
+    partial[3 * total + slots[p + 3]] += weights[p + 3];
+  }
+  for (; p < n; ++p) partial[slots[p]] += weights[p];
+  for (std::size_t k = 0; k < total; ++k) {
+    counts[k] += (partial[k] + partial[total + k]) + (partial[2 * total + k] + partial[3 * total + k]);
   }
 }
 
@@ -212,18 +278,31 @@ void pixel_descriptors(const std::uint8_t* rgb, std::size_t n, std::size_t size,
   std::vector<float> maps(n * map_side * map_side);
   saliency_maps(halves.data(), n, half, o.saliency, maps.data());
 
+  // A byte table (32 KB, cache-resident) when the bins fit in a byte, which the default's 56 do.
+  std::vector<std::uint8_t> byte_table;
+  if (o.colour_bins <= 256) {
+    byte_table.assign(o.colour_table.begin(), o.colour_table.end());
+  }
+  const auto colour_table = [&](int idx) -> std::int32_t {
+    return byte_table.empty() ? o.colour_table[idx] : byte_table[idx];
+  };
   const float luma_r = 0.299f / 255.0f, luma_g = 0.587f / 255.0f, luma_b = 0.114f / 255.0f;
   const float orientation_scale = static_cast<float>(nb / kPi);
   const int colour_finest = finest_level(o.colour_levels, "colour");
   const int texture_finest = finest_level(o.texture_levels, "texture");
   const int gradient_finest = finest_level(o.gradient_levels, "gradient");
-  std::vector<float> grey(pixels), tmp, mag(pixels), upper(pixels);
+  std::vector<float> grey(pixels), tmp, mag(pixels), upper(pixels), lower(pixels), dx(pixels), dy(pixels);
   std::vector<std::int16_t> q(pixels);
-  std::vector<std::int32_t> cellmap, codes, lo(pixels), hi(pixels);
-  std::vector<double> counts;
+  std::vector<std::int32_t> codes, lo(pixels), hi(pixels), slots(pixels);
+  std::vector<double> counts, partial;
   std::vector<std::int32_t> colour_cells, gradient_cells;
   cell_map(s, s, colour_finest, colour_cells);
   cell_map(s, s, gradient_finest, gradient_cells);
+  std::vector<std::vector<std::int32_t>> texture_cells(o.lbp_radii.size());
+  for (std::size_t ri = 0; ri < o.lbp_radii.size(); ++ri) {
+    const std::size_t m = s - 2 * static_cast<std::size_t>(o.lbp_radii[ri]);
+    cell_map(m, m, texture_finest, texture_cells[ri]);
+  }
 
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint8_t* px = rgb + i * pixels * 3;
@@ -237,49 +316,62 @@ void pixel_descriptors(const std::uint8_t* rgb, std::size_t n, std::size_t size,
     counts.assign(static_cast<std::size_t>(colour_finest) * colour_finest * o.colour_bins, 0.0);
     for (std::size_t p = 0; p < pixels; ++p) {
       const int idx = ((px[3 * p] >> 3) << 10) | ((px[3 * p + 1] >> 3) << 5) | (px[3 * p + 2] >> 3);
-      counts[static_cast<std::size_t>(colour_cells[p]) * o.colour_bins + o.colour_table[idx]] += 1.0;
+      slots[p] = colour_cells[p] * o.colour_bins + colour_table(idx);
     }
+    count_votes(slots.data(), pixels, counts, partial);
     pyramid(counts, colour_finest, o.colour_bins, o.colour_levels, true, o.mirror_weight, false, block, tmp);
     normalise(block, colour_len, static_cast<float>(o.colour_weight));
     // texture: LBP riu2 codes at each radius
     block += colour_len;
-    for (std::size_t p = 0; p < pixels; ++p) q[p] = static_cast<std::int16_t>(std::nearbyint(grey[p] * 255.0f));
+    for (std::size_t p = 0; p < pixels; ++p) {  // numpy.rint (half to even) of values in [0, 255]
+      q[p] = static_cast<std::int16_t>((grey[p] * 255.0f + 8388608.0f) - 8388608.0f);
+    }
     float* part = block;
-    for (int r : o.lbp_radii) {
+    for (std::size_t ri = 0; ri < o.lbp_radii.size(); ++ri) {
+      const int r = o.lbp_radii[ri];
       lbp_riu2(q, s, r, codes);
       const std::size_t m = s - 2 * r;
-      cell_map(m, m, texture_finest, cellmap);
       counts.assign(static_cast<std::size_t>(texture_finest) * texture_finest * 10, 0.0);
-      for (std::size_t p = 0; p < m * m; ++p) counts[static_cast<std::size_t>(cellmap[p]) * 10 + codes[p]] += 1.0;
+      for (std::size_t p = 0; p < m * m; ++p) slots[p] = texture_cells[ri][p] * 10 + codes[p];
+      count_votes(slots.data(), m * m, counts, partial);
       part = pyramid(counts, texture_finest, 10, o.texture_levels, true, o.mirror_weight, false, part, tmp);
     }
     normalise(block, texture_len, static_cast<float>(o.texture_weight));
     // gradient: magnitude-weighted unsigned orientations, soft-assigned to the two nearest bins
     block += texture_len;
-    for (std::size_t y = 0; y < s; ++y) {
-      for (std::size_t x = 0; x < s; ++x) {
-        const std::size_t p = y * s + x;
-        const float gx = (x >= 1 && x + 1 < s) ? grey[p + 1] - grey[p - 1] : 0.0f;
-        const float gy = (y >= 1 && y + 1 < s) ? grey[p + s] - grey[p - s] : 0.0f;
-        mag[p] = std::sqrt(gx * gx + gy * gy);
-        float pos = std::atan2(gy, gx) * orientation_scale;
-        if (pos < 0.0f) pos += static_cast<float>(nb);
-        pos -= 0.5f;
-        int low = static_cast<int>(pos + static_cast<float>(nb)) - nb;
-        const float frac = pos - static_cast<float>(low);
-        if (low < 0) low += nb;
-        lo[p] = low;
-        hi[p] = low + 1 >= nb ? 0 : low + 1;
-        upper[p] = mag[p] * frac;
+    for (std::size_t y = 0; y < s; ++y) {  // central differences, zero on the border
+      float* gx = dx.data() + y * s;
+      float* gy = dy.data() + y * s;
+      const float* g = grey.data() + y * s;
+      gx[0] = gx[s - 1] = 0.0f;
+      for (std::size_t x = 1; x + 1 < s; ++x) gx[x] = g[x + 1] - g[x - 1];
+      if (y == 0 || y + 1 == s) {
+        std::fill(gy, gy + s, 0.0f);
+      } else {
+        for (std::size_t x = 0; x < s; ++x) gy[x] = g[x + s] - g[x - s];
       }
     }
+    for (std::size_t p = 0; p < pixels; ++p) {  // branch-free: the compiler vectorises this loop
+      const float gx = dx[p], gy = dy[p];
+      mag[p] = std::sqrt(gx * gx + gy * gy);
+      float pos = atan2_approx(gy, gx) * orientation_scale;
+      pos += pos < 0.0f ? static_cast<float>(nb) : 0.0f;
+      pos -= 0.5f;
+      int low = static_cast<int>(pos + static_cast<float>(nb)) - nb;
+      const float frac = pos - static_cast<float>(low);
+      low += low < 0 ? nb : 0;
+      lo[p] = low;
+      hi[p] = low + 1 >= nb ? 0 : low + 1;
+      upper[p] = mag[p] * frac;
+    }
     counts.assign(static_cast<std::size_t>(gradient_finest) * gradient_finest * nb, 0.0);
-    for (std::size_t p = 0; p < pixels; ++p) {  // numpy.bincount's order: the lower votes, then the upper
-      counts[static_cast<std::size_t>(gradient_cells[p]) * nb + lo[p]] += static_cast<double>(mag[p] - upper[p]);
+    for (std::size_t p = 0; p < pixels; ++p) {  // the lower votes, then the upper (numpy.bincount's order)
+      slots[p] = gradient_cells[p] * nb + lo[p];
+      lower[p] = mag[p] - upper[p];
     }
-    for (std::size_t p = 0; p < pixels; ++p) {
-      counts[static_cast<std::size_t>(gradient_cells[p]) * nb + hi[p]] += static_cast<double>(upper[p]);
-    }
+    add_weighted_votes(slots.data(), lower.data(), pixels, counts, partial);
+    for (std::size_t p = 0; p < pixels; ++p) slots[p] = gradient_cells[p] * nb + hi[p];
+    add_weighted_votes(slots.data(), upper.data(), pixels, counts, partial);
     pyramid(counts, gradient_finest, nb, o.gradient_levels, false, o.mirror_weight, true, block, tmp);
     float* level = block;
     for (int c : o.gradient_levels) {  // normalised by the image's mean energy per cell

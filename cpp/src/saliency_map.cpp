@@ -14,53 +14,89 @@ namespace kira {
 namespace {
 
 // scipy.ndimage.correlate1d with a symmetric kernel, mode 'nearest', along one axis of a
-// rows x cols float32 plane: doubles inside, float32 out (as scipy stores between axes).
-void gaussian_axis(float* plane, std::size_t rows, std::size_t cols, bool along_rows,
-                   const std::vector<double>& kernel, std::vector<double>& line) {
-  const std::size_t radius = kernel.size() / 2;
-  const std::size_t lines = along_rows ? cols : rows, length = along_rows ? rows : cols;
-  const std::size_t stride = along_rows ? cols : 1, step = along_rows ? 1 : cols;
-  line.resize(length + 2 * radius);
-  const double* w = kernel.data() + radius;  // w[-radius .. radius]
-  for (std::size_t l = 0; l < lines; ++l) {
-    float* p = plane + l * step;
-    for (std::size_t i = 0; i < length; ++i) line[radius + i] = p[i * stride];
-    for (std::size_t i = 0; i < radius; ++i) {
-      line[i] = line[radius];
-      line[radius + length + i] = line[radius + length - 1];
-    }
-    for (std::size_t i = 0; i < length; ++i) {
-      const double* x = line.data() + radius + i;
-      double acc = x[0] * w[0];
-      for (std::size_t j = radius; j >= 1; --j) {
-        acc += (x[-static_cast<std::ptrdiff_t>(j)] + x[j]) * w[j];
+// size x size float32 plane. Each output is x[i] w0 + sum over j = radius .. 1 of
+// (x[i - j] + x[i + j]) w[j], in scipy's order; scipy accumulates in double, this in float32
+// (about 1e-7 relative apart, far inside the parity tolerance) with 8 outputs kept in
+// registers while the taps run, which the compiler vectorises: the surround blur is the
+// largest cost of the saliency map.
+constexpr std::size_t kBlock = 8;
+
+// out[0 .. kBlock) from rows (or columns) at the given pointers: taps[j] -> (minus, plus).
+inline void blur_block(const float* centre, const float* const* minus, const float* const* plus,
+                       const float* w, std::size_t radius, float* out) {
+  float acc[kBlock];
+  for (std::size_t l = 0; l < kBlock; ++l) acc[l] = centre[l] * w[0];
+  for (std::size_t j = radius; j >= 1; --j) {
+    const float* a = minus[j];
+    const float* b = plus[j];
+    const float wj = w[j];
+    for (std::size_t l = 0; l < kBlock; ++l) acc[l] += (a[l] + b[l]) * wj;
+  }
+  for (std::size_t l = 0; l < kBlock; ++l) out[l] = acc[l];
+}
+
+void gaussian_axis(float* plane, std::size_t size, bool along_rows, const std::vector<float>& kernel,
+                   std::vector<float>& work) {
+  const std::size_t radius = kernel.size() / 2, n = size;
+  const float* w = kernel.data() + radius;  // w[0 .. radius]
+  const std::size_t padded = (n + kBlock - 1) / kBlock * kBlock;
+  std::vector<const float*> minus(radius + 1), plus(radius + 1);
+  if (along_rows) {  // vertical: output row i from rows i - j and i + j (clamped)
+    work.assign(padded * (n + 1), 0.0f);
+    float* src = work.data();  // rows padded to a whole number of blocks
+    float* out = work.data() + padded * n;
+    for (std::size_t y = 0; y < n; ++y) std::copy(plane + y * n, plane + (y + 1) * n, src + y * padded);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t x = 0; x < padded; x += kBlock) {
+        for (std::size_t j = 1; j <= radius; ++j) {
+          minus[j] = src + (i >= j ? i - j : 0) * padded + x;
+          plus[j] = src + std::min(i + j, n - 1) * padded + x;
+        }
+        blur_block(src + i * padded + x, minus.data(), plus.data(), w, radius, out + x);
       }
-      p[i * stride] = static_cast<float>(acc);
+      std::copy(out, out + n, plane + i * n);
     }
+    return;
+  }
+  work.assign(padded + 2 * radius + kBlock + padded, 0.0f);  // horizontal: a padded line per row
+  float* line = work.data();
+  float* out = line + padded + 2 * radius + kBlock;
+  for (std::size_t row = 0; row < n; ++row) {
+    float* p = plane + row * n;
+    std::fill(line, line + radius, p[0]);
+    std::copy(p, p + n, line + radius);
+    std::fill(line + radius + n, line + 2 * radius + padded + kBlock, p[n - 1]);
+    const float* centre = line + radius;
+    for (std::size_t x = 0; x < padded; x += kBlock) {
+      for (std::size_t j = 1; j <= radius; ++j) {
+        minus[j] = centre + x - j;
+        plus[j] = centre + x + j;
+      }
+      blur_block(centre + x, minus.data(), plus.data(), w, radius, out + x);
+    }
+    std::copy(out, out + n, p);
   }
 }
 
-void gaussian_2d(float* plane, std::size_t size, const std::vector<double>& kernel,
-                 std::vector<double>& line) {
-  gaussian_axis(plane, size, size, true, kernel, line);   // axis 1 (rows) first, as scipy
-  gaussian_axis(plane, size, size, false, kernel, line);  // then axis 2
+void gaussian_2d(float* plane, std::size_t size, const std::vector<float>& kernel, std::vector<float>& work) {
+  gaussian_axis(plane, size, true, kernel, work);   // axis 1 (rows) first, as scipy
+  gaussian_axis(plane, size, false, kernel, work);  // then axis 2
 }
 
 // scipy.ndimage.uniform_filter1d, mode 'wrap', origin 0: a running sum in double.
 void uniform_axis(float* plane, std::size_t size, bool along_rows, std::size_t filter,
-                  std::vector<double>& line) {
-  const std::size_t left = filter / 2, right = filter - left - 1;
+                  std::vector<double>& line, std::vector<std::size_t>& wrapped) {
+  const std::size_t left = filter / 2, right = filter - left - 1, extended = size + left + right;
   const std::size_t stride = along_rows ? size : 1, step = along_rows ? 1 : size;
-  line.resize(size + filter);
+  line.resize(extended);
+  wrapped.resize(extended);
+  for (std::size_t i = 0; i < extended; ++i) {  // extended index i - left, wrapped into [0, size)
+    wrapped[i] = ((i + size * (left / size + 1)) - left) % size;
+  }
   const double f = static_cast<double>(filter);
   for (std::size_t l = 0; l < size; ++l) {
     float* p = plane + l * step;
-    for (std::size_t i = 0; i < size + left + right; ++i) {
-      // extended index i - left, wrapped
-      const std::ptrdiff_t k = static_cast<std::ptrdiff_t>(i) - static_cast<std::ptrdiff_t>(left);
-      const std::ptrdiff_t s = static_cast<std::ptrdiff_t>(size);
-      line[i] = p[static_cast<std::size_t>(((k % s) + s) % s) * stride];
-    }
+    for (std::size_t i = 0; i < extended; ++i) line[i] = p[wrapped[i] * stride];
     double acc = 0.0;
     for (std::size_t j = 0; j < filter; ++j) acc += line[j];
     acc /= f;
@@ -121,17 +157,23 @@ void saliency_maps(const std::uint8_t* small, std::size_t n, std::size_t size,
   }
   const std::size_t s = size, pixels = s * s, g = static_cast<std::size_t>(o.grid), k = s / g;
   const SmallFFT fft(s);
-  const auto residual_kernel = gaussian_kernel(o.residual_sigma);
-  const auto centre_kernel = gaussian_kernel(o.centre_sigma);
-  const auto surround_kernel = gaussian_kernel(o.surround_sigma);
+  const auto float_kernel = [](double sigma) {
+    const auto w = gaussian_kernel(sigma);
+    return std::vector<float>(w.begin(), w.end());
+  };
+  const auto residual_kernel = float_kernel(o.residual_sigma);
+  const auto centre_kernel = float_kernel(o.centre_sigma);
+  const auto surround_kernel = float_kernel(o.surround_sigma);
   const float w_residual = static_cast<float>(o.residual_weight);
   const float w_contrast = static_cast<float>(1.0 - o.residual_weight);
   const float cell_count = static_cast<float>(k * k);
 
-  std::vector<float> grey(pixels), log_amp(pixels), sr(pixels), cs(pixels);
+  std::vector<float> grey(pixels), amp(pixels), log_amp(pixels), sr(pixels), cs(pixels);
   std::vector<float> centre(3 * pixels), surround(3 * pixels);
   std::vector<Complex32> spectrum(pixels);
   std::vector<double> line;
+  std::vector<float> blur_work;
+  std::vector<std::size_t> wrapped;
   for (std::size_t item = 0; item < n; ++item) {
     const std::uint8_t* rgb = small + item * pixels * 3;
     float* grid = out + item * g * g;
@@ -152,30 +194,37 @@ void saliency_maps(const std::uint8_t* small, std::size_t n, std::size_t size,
     }
     // spectral residual
     fft.forward_2d(grey.data(), spectrum.data());
-    for (std::size_t p = 0; p < pixels; ++p) log_amp[p] = std::log(magnitude(spectrum[p]) + 1e-8f);
+    for (std::size_t p = 0; p < pixels; ++p) {
+      amp[p] = magnitude(spectrum[p]);
+      log_amp[p] = std::log(amp[p] + 1e-8f);
+    }
     std::copy(log_amp.begin(), log_amp.end(), sr.begin());  // sr holds the box-filtered log amplitude
     const auto f = static_cast<std::size_t>(o.residual_filter);
     if (f > 1) {
-      uniform_axis(sr.data(), s, true, f, line);
-      uniform_axis(sr.data(), s, false, f, line);
+      uniform_axis(sr.data(), s, true, f, line, wrapped);
+      uniform_axis(sr.data(), s, false, f, line, wrapped);
     }
-    for (std::size_t p = 0; p < pixels; ++p) {
-      const float residual = log_amp[p] - sr[p];
-      const float angle = std::atan2(spectrum[p].i, spectrum[p].r);
-      const float amplitude = std::exp(residual);
-      spectrum[p] = {amplitude * std::cos(angle), amplitude * std::sin(angle)};
+    for (std::size_t p = 0; p < pixels; ++p) {  // exp(residual) with the original phase
+      const float amplitude = std::exp(log_amp[p] - sr[p]);
+      // the unit phase z / |z| (numpy: exp(1j * angle(z)), equal to float32 rounding)
+      if (amp[p] > 0.0f) {
+        spectrum[p] = {amplitude * (spectrum[p].r / amp[p]), amplitude * (spectrum[p].i / amp[p])};
+      } else {  // signed zeros: angle(-0 + 0j) is pi, and many coefficients of a strip image are zero
+        const float angle = std::atan2(spectrum[p].i, spectrum[p].r);
+        spectrum[p] = {amplitude * std::cos(angle), amplitude * std::sin(angle)};
+      }
     }
     fft.backward_2d(spectrum.data());
     for (std::size_t p = 0; p < pixels; ++p) {
       const float m = magnitude(spectrum[p]);
       sr[p] = m * m;
     }
-    gaussian_2d(sr.data(), s, residual_kernel, line);
+    gaussian_2d(sr.data(), s, residual_kernel, blur_work);
     // centre-surround contrast
     std::copy(centre.begin(), centre.end(), surround.begin());
     for (std::size_t c = 0; c < 3; ++c) {
-      gaussian_2d(centre.data() + c * pixels, s, centre_kernel, line);
-      gaussian_2d(surround.data() + c * pixels, s, surround_kernel, line);
+      gaussian_2d(centre.data() + c * pixels, s, centre_kernel, blur_work);
+      gaussian_2d(surround.data() + c * pixels, s, surround_kernel, blur_work);
     }
     for (std::size_t p = 0; p < pixels; ++p) {
       float sum = 0.0f;
