@@ -58,25 +58,22 @@ def ingest_cost(n: int, models) -> None:
     import tempfile
     from pathlib import Path
 
-    import kira.knowledge_base.writing as writing
+    import dataclasses
+
+    from kira.config import KiraConfig
 
     from benchmarks.suites import load_serve
 
-    real = writing.encode_pieces
-
-    def left_out(encoder, descriptions, texts, text, stored=None):
-        return [([], np.zeros((0, text.shape[1]), np.float32)) for _ in descriptions]
-
-    for label, step in (("without text pieces", left_out), ("with text pieces", real)):
-        writing.encode_pieces = step
+    full = KiraConfig()
+    left_out = dataclasses.replace(full, grounding=dataclasses.replace(full.grounding, pieces_at_ingest=False))
+    for label, config in (("without text pieces", left_out), ("with text pieces", full)):
         with tempfile.TemporaryDirectory() as tmp:
             start, start_cpu = time.perf_counter(), time.process_time()
-            load_serve.build(Path(tmp) / "kb", n, models=models)
+            load_serve.build(Path(tmp) / "kb", n, models=models, config=config)
             wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
             size = (Path(tmp) / "kb" / "kira.sqlite").stat().st_size
         print(f"{label}: {n} documents in {wall:.1f} s wall, {cpu:.1f} s CPU, database {size / 1e6:.1f} MB "
               f"(load average {os.getloadavg()[0]:.2f})")
-    writing.encode_pieces = real
 
 
 def main() -> None:

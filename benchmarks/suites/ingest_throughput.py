@@ -10,7 +10,7 @@ and the same images. Both run here, alternately, in one process with one model s
   knowledge base, with the defaults (every chunk level, text pieces, thumbnails), and once more
   with the text pieces left for later (``GroundingConfig.pieces_at_ingest = False``);
 * with ``--before``, also ingest as it stored text pieces before issue 33's follow-up (every piece of
-  document and region descriptions, appearance parts included: ``kira.knowledge_base.pieces.stored_pieces`` with
+  document and region descriptions, appearance parts included: ``kira.knowledge_base.pieces.item_pieces`` with
   ``regions`` and ``appearance`` True) and with only the appearance parts held back (``regions`` True).
 
 Besides images/s (wall) it prints CPU-ms per image (all threads of the process): on a machine
@@ -138,7 +138,7 @@ def ingest_run(stack, folder: Path, work: Path, *, pieces: str = "default") -> t
     target = work / "kb"
     shutil.rmtree(target, ignore_errors=True)
     _clear_forward_cache(stack)
-    with mock.patch.object(writing, "stored_pieces", functools.partial(writing.stored_pieces, **rule)):
+    with mock.patch.object(writing, "item_pieces", functools.partial(writing.item_pieces, **rule)):
         t0, c0 = time.perf_counter(), time.process_time()
         with KnowledgeBase.create(target, config=config, models=stack) as kb:
             summary = kb.ingest(folder, progress=False)

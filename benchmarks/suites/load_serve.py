@@ -76,9 +76,9 @@ def _photos() -> dict[str, np.ndarray]:
     return out
 
 
-def build(path: Path, n: int, seed: int = 0, models: Any = None, index: str = "flat") -> None:
+def build(path: Path, n: int, seed: int = 0, models: Any = None, index: str = "flat", config: Any = None) -> None:
     """A knowledge base of `n` transformed photographs at `path` (`models`, default: the default stack;
-    `index`: "flat" or "hnsw")."""
+    `index`: "flat" or "hnsw"; `config`: a KiraConfig, default the default)."""
     from PIL import Image
 
     from kira.knowledge_base import KnowledgeBase
@@ -86,7 +86,8 @@ def build(path: Path, n: int, seed: int = 0, models: Any = None, index: str = "f
     rng = np.random.default_rng(seed)
     photos = _photos()
     names = sorted(photos)
-    kb = KnowledgeBase.create(path, index=index, **({"models": models} if models is not None else {}))
+    kb = KnowledgeBase.create(path, index=index, **({"models": models} if models is not None else {}),
+                              **({"config": config} if config is not None else {}))
     start = time.perf_counter()
     for i in range(n):
         name = names[i % len(names)]

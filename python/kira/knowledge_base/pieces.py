@@ -53,26 +53,34 @@ def piece_levels(*, regions: bool = False, patches: bool = False) -> frozenset[s
 
 def stored_pieces(items: Sequence[Mapping[str, Any]], plans: Sequence[Any], texts: Sequence[str], *,
                   patches: bool = False, regions: bool = False, appearance: bool = False) -> list[list[str]]:
-    """Per item, the text pieces ingest stores with it (`pieces_to_store`) of the descriptions its chunks are
-    stored with (as they are stored, cut at `MAX_DESCRIPTION_CHARS`): its chunks' (or its one
-    text's), then its passages'. Region and patch chunks' only with `regions` / `patches` (`piece_levels`);
-    an image's appearance parts only with `appearance`."""
-    keep = piece_levels(regions=regions, patches=patches)
+    """Per item, the text pieces ingest stores with it (`item_pieces`); `texts` are the batch's chunk texts, in
+    order (per item: its chunks' or its one text, then its passages')."""
     out: list[list[str]] = []
     ti = 0
     for item, plan in zip(items, plans):
-        if plan is None:
-            chunks = [("document", texts[ti])]
-            ti += 1
-        else:
-            chunks = [(c.level, c.description or texts[ti + n]) for n, c in enumerate(plan.chunks) if c.level in keep]
-            ti += len(plan.chunks)
-        passages = [("passage", p) for p in item.get("passages", ())]
-        ti += len(passages)
-        out.append(pieces_to_store(item.get("caption"), plan is not None,
-                                   [(level, d[:MAX_DESCRIPTION_CHARS]) for level, d in (*chunks, *passages)],
-                                   appearance=appearance))
+        n = (1 if plan is None else len(plan.chunks)) + len(item.get("passages", ()))
+        out.append(item_pieces(item, plan, texts[ti : ti + n], patches=patches, regions=regions,
+                               appearance=appearance))
+        ti += n
     return out
+
+
+def item_pieces(item: Mapping[str, Any], plan: Any, texts: Sequence[str], *, patches: bool = False,
+                regions: bool = False, appearance: bool = False) -> list[str]:
+    """The text pieces ingest stores with one item (`pieces_to_store`) of the descriptions its chunks are stored
+    with (as they are stored, cut at `MAX_DESCRIPTION_CHARS`): its chunks' (or, for an item without an image
+    `plan`, its one text's), then its passages'; `texts` are its chunk texts in that order (what a chunk without
+    a description is stored with). Region and patch chunks' only with `regions` / `patches` (`piece_levels`);
+    an image's appearance parts only with `appearance`."""
+    keep = piece_levels(regions=regions, patches=patches)
+    if plan is None:
+        chunks = [("document", texts[0])]
+    else:
+        chunks = [(c.level, c.description or texts[n]) for n, c in enumerate(plan.chunks) if c.level in keep]
+    passages = [("passage", p) for p in item.get("passages", ())]
+    return pieces_to_store(item.get("caption"), plan is not None,
+                           [(level, d[:MAX_DESCRIPTION_CHARS]) for level, d in (*chunks, *passages)],
+                           appearance=appearance)
 
 
 def encode_pieces(encoder: Any, pieces: Sequence[Sequence[str]], texts: Sequence[str],
@@ -142,5 +150,5 @@ def fill_missing_pieces(storage: Storage, encoder: Any, *, patches: bool, batch:
     return filled
 
 
-__all__ = ["encode_pieces", "fill_missing_pieces", "piece_levels", "pieces_to_store", "shown_piece", "stored_pieces",
-           "with_shown"]
+__all__ = ["encode_pieces", "fill_missing_pieces", "item_pieces", "piece_levels", "pieces_to_store", "shown_piece",
+           "stored_pieces", "with_shown"]

@@ -21,7 +21,7 @@ from kira.images import ImageLike, load_image
 from kira.knowledge_base.batch import ChunkToStore, DocumentToStore, WriteBatch
 from kira.knowledge_base.batch_encode import encode_batch
 from kira.knowledge_base.inputs import clean_text, group_arg, tags_arg
-from kira.knowledge_base.pieces import encode_pieces, shown_piece, stored_pieces, with_shown
+from kira.knowledge_base.pieces import encode_pieces, item_pieces, shown_piece, with_shown
 
 THUMBNAIL_SIDE = 160
 
@@ -112,19 +112,23 @@ def prepare_batch(stack: Any, items: Sequence[Mapping[str, Any]], *, config: Any
     document stores is reused: `stored_piece_texts(texts)` -> {text: vector}). ValueError / TypeError for a
     bad item (nothing is encoded)."""
     positions = _group_positions(items, group_size)
-    batch = encode_batch(stack, items, config.chunking, levels, caption_children=caption_children)
+    grounding = config.grounding
+
+    def pieces_of(item: Mapping[str, Any], plan: Any, texts: Sequence[str], labels: Any, read: Any) -> list[str]:
+        wanted = item_pieces(item, plan, texts, patches=grounding.patch_pieces_at_ingest)
+        if plan is None:
+            return wanted
+        return with_shown(wanted, shown_piece(item.get("caption"), item.get("tags", ()), labels, read,
+                                              item.get("metadata")))  # what the critic and the judge compare with
+
+    batch = encode_batch(stack, items, config.chunking, levels, caption_children=caption_children,
+                         pieces_of=pieces_of if grounding.pieces_at_ingest else None, stored=stored_piece_texts)
     texts, visual, text = batch.texts, batch.visual, batch.text
     dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
-    grounding = config.grounding
-    if grounding.pieces_at_ingest:
-        wanted = stored_pieces(items, batch.plans, texts, patches=grounding.patch_pieces_at_ingest)
-        for n, (item, plan) in enumerate(zip(items, batch.plans)):  # what the critic and the judge compare with
-            if plan is not None:
-                doc_id = str(item["doc_id"])
-                wanted[n] = with_shown(wanted[n], shown_piece(item.get("caption"), item.get("tags", ()),
-                                                              batch.labels.get(doc_id), batch.read_lines.get(doc_id),
-                                                              item.get("metadata")))
-        pieces = encode_pieces(stack.text, wanted, texts, text, stored=stored_piece_texts)
+    if grounding.pieces_at_ingest:  # encoded in the text thread beside the image work; a piece too long for it here
+        known = list(batch.encoded)
+        pieces = encode_pieces(stack.text, batch.pieces, known,
+                               np.array([batch.encoded[t] for t in known], np.float32).reshape(len(known), dim))
     else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
         pieces = [([], np.zeros((0, dim), np.float32)) for _ in items]
     image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
