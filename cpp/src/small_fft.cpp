@@ -3,6 +3,7 @@
 // matters; keep the order of every addition and product in the float32 (inverse) path.
 #include "kira/small_fft.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -123,34 +124,42 @@ SmallFFT::SmallFFT(std::size_t n) : n_(n) {
   }
 }
 
-void SmallFFT::forward_line(Complex64* line, Complex64* scratch) const {
-  if (n_ == 1) return;
-  if (!radix_2_4_) {  // direct DFT, exp(-2 pi i j k / n)
-    for (std::size_t k = 0; k < n_; ++k) {
-      double re = 0.0, im = 0.0;
-      for (std::size_t j = 0; j < n_; ++j) {
-        const std::size_t m = (j * k) % n_;
-        re += line[j].r * cos_[m] + line[j].i * sin_[m];
-        im += line[j].i * cos_[m] - line[j].r * sin_[m];
-      }
-      scratch[k] = {re, im};
-    }
-    for (std::size_t k = 0; k < n_; ++k) line[k] = scratch[k];
-    return;
-  }
-  Complex64 *from = line, *to = scratch;
+template <class C>
+C* SmallFFT::run_passes(C* line, C* scratch, const std::vector<C>& twiddles, bool backward) const {
+  C *from = line, *to = scratch;
   for (const Pass& pass : passes_) {
-    const Complex64* tw = twiddles64_.data() + pass.twiddle_offset;
+    const C* tw = twiddles.data() + pass.twiddle_offset;
     if (pass.radix == 4) {
-      radix4(pass.ido, pass.l1, from, to, tw, false);
+      radix4(pass.ido, pass.l1, from, to, tw, backward);
     } else {
-      radix2(pass.ido, pass.l1, from, to, tw, false);
+      radix2(pass.ido, pass.l1, from, to, tw, backward);
     }
     std::swap(from, to);
   }
-  if (from != line) {
-    for (std::size_t k = 0; k < n_; ++k) line[k] = from[k];
+  return from;
+}
+
+template <class C>
+Complex64 SmallFFT::direct_term(const C* line, std::size_t k, double sign) const {
+  double re = 0.0, im = 0.0;
+  for (std::size_t j = 0; j < n_; ++j) {
+    const std::size_t m = (j * k) % n_;
+    const double c = cos_[m], s = sign * sin_[m];
+    re += line[j].r * c - line[j].i * s;
+    im += line[j].i * c + line[j].r * s;
   }
+  return {re, im};
+}
+
+void SmallFFT::forward_line(Complex64* line, Complex64* scratch) const {
+  if (n_ == 1) return;
+  if (!radix_2_4_) {
+    for (std::size_t k = 0; k < n_; ++k) scratch[k] = direct_term(line, k, -1.0);
+    std::copy(scratch, scratch + n_, line);
+    return;
+  }
+  const Complex64* result = run_passes(line, scratch, twiddles64_, false);
+  if (result != line) std::copy(result, result + n_, line);
 }
 
 void SmallFFT::backward_line(Complex32* line, Complex32* scratch) const {
@@ -159,30 +168,16 @@ void SmallFFT::backward_line(Complex32* line, Complex32* scratch) const {
     line[0] = {line[0].r * scale, line[0].i * scale};
     return;
   }
-  if (!radix_2_4_) {  // direct DFT in double, exp(+2 pi i j k / n)
+  if (!radix_2_4_) {
     for (std::size_t k = 0; k < n_; ++k) {
-      double re = 0.0, im = 0.0;
-      for (std::size_t j = 0; j < n_; ++j) {
-        const std::size_t m = (j * k) % n_;
-        re += line[j].r * cos_[m] - line[j].i * sin_[m];
-        im += line[j].i * cos_[m] + line[j].r * sin_[m];
-      }
-      scratch[k] = {static_cast<float>(re) * scale, static_cast<float>(im) * scale};
+      const Complex64 z = direct_term(line, k, 1.0);
+      scratch[k] = {static_cast<float>(z.r) * scale, static_cast<float>(z.i) * scale};
     }
-    for (std::size_t k = 0; k < n_; ++k) line[k] = scratch[k];
+    std::copy(scratch, scratch + n_, line);
     return;
   }
-  Complex32 *from = line, *to = scratch;
-  for (const Pass& pass : passes_) {
-    const Complex32* tw = twiddles32_.data() + pass.twiddle_offset;
-    if (pass.radix == 4) {
-      radix4(pass.ido, pass.l1, from, to, tw, true);
-    } else {
-      radix2(pass.ido, pass.l1, from, to, tw, true);
-    }
-    std::swap(from, to);
-  }
-  for (std::size_t k = 0; k < n_; ++k) line[k] = {from[k].r * scale, from[k].i * scale};
+  const Complex32* result = run_passes(line, scratch, twiddles32_, true);
+  for (std::size_t k = 0; k < n_; ++k) line[k] = {result[k].r * scale, result[k].i * scale};
 }
 
 void SmallFFT::forward_2d(const float* image, Complex32* spectrum) const {

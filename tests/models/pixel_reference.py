@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from kira.models.default.pixel_encoder import PixelEncoder, PixelEncoderConfig
+from kira.models.default.pixel_encoder import PixelEncoder, _colour_table  # the table stays in the library
 from kira.models.default.saliency import SaliencyConfig
 
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -174,36 +174,6 @@ class _ReferenceEncoder:
             out[:, start : start + width] = np.sqrt(block / total) / np.float32(c)
             start += width
         return out
-
-
-@functools.lru_cache(maxsize=8)
-def _colour_table(cfg: PixelEncoderConfig) -> np.ndarray:
-    """int32 (32768,): colour bin of each 5-bit-per-channel RGB value (centre of its cube)."""
-    levels = (np.arange(32, dtype=np.float32) * 8 + 4) / 255.0
-    r, g, b = np.meshgrid(levels, levels, levels, indexing="ij")
-    return _hsv_bins(r.ravel(), g.ravel(), b.ravel(), cfg)
-
-
-def _hsv_bins(r: np.ndarray, g: np.ndarray, b: np.ndarray, cfg: PixelEncoderConfig) -> np.ndarray:
-    """Colour bin per pixel: hue x saturation x value for chromatic pixels, else a grey level."""
-    mx = np.maximum(np.maximum(r, g), b)
-    mn = np.minimum(np.minimum(r, g), b)
-    delta = mx - mn
-    sat = delta / np.maximum(mx, 1e-6)
-    safe = np.maximum(delta, 1e-6)
-    # hue in [0, 6): the standard hexcone formula, branch-free
-    hue = np.where(mx == r, (g - b) / safe, np.where(mx == g, (b - r) / safe + 2.0, (r - g) / safe + 4.0))
-    hue = np.mod(hue, 6.0) * np.float32(1.0 / 6.0)
-    h_bin = np.minimum((hue * cfg.hue_bins).astype(np.int32), cfg.hue_bins - 1)
-    s_norm = (sat - cfg.min_saturation) / (1.0 - cfg.min_saturation)
-    s_bin = np.clip((s_norm * cfg.saturation_bins).astype(np.int32), 0, cfg.saturation_bins - 1)
-    v_bin = np.minimum((mx * cfg.value_bins).astype(np.int32), cfg.value_bins - 1)
-    chroma = (h_bin * cfg.saturation_bins + s_bin) * cfg.value_bins + v_bin
-    grey_bin = np.minimum((mx * cfg.grey_bins).astype(np.int32), cfg.grey_bins - 1)
-    is_grey = (sat < cfg.min_saturation) | (mx < cfg.min_value)
-    n_chroma = cfg.hue_bins * cfg.saturation_bins * cfg.value_bins
-    bins = np.where(is_grey, n_chroma + grey_bin, chroma)
-    return bins.astype(np.int32)
 
 
 def _cells(levels: Sequence[int]) -> int:
