@@ -37,7 +37,8 @@ py::array_t<std::uint8_t> square_rgb_batch(py::handle obj, const char* what) {
                                     arr.shape(), arr.shape() + arr.ndim()))))));
   }
   if (!(arr.flags() & py::array::c_style)) {
-    throw std::invalid_argument(std::string(what) + " is not C-contiguous; pass np.ascontiguousarray(" + what + ")");
+    throw std::invalid_argument(std::string(what) + " is not C-contiguous; pass np.ascontiguousarray(" +
+                                what + ")");
   }
   return py::reinterpret_borrow<py::array_t<std::uint8_t>>(arr);
 }
@@ -74,8 +75,8 @@ void bind_pixels(py::module_& m) {
         }
         return out;
       },
-      py::arg("images"), py::kw_only(), py::arg("grid"), py::arg("residual_filter"), py::arg("residual_sigma"),
-      py::arg("centre_sigma"), py::arg("surround_sigma"), py::arg("residual_weight"),
+      py::arg("images"), py::kw_only(), py::arg("grid"), py::arg("residual_filter"),
+      py::arg("residual_sigma"), py::arg("centre_sigma"), py::arg("surround_sigma"), py::arg("residual_weight"),
       "Saliency maps (spectral residual + centre-surround contrast) of uint8 (n, size, size, 3): float32\n"
       "(n, grid, grid) in [0, 1], zeros for a uniform image. The GIL is released.");
 
@@ -95,7 +96,8 @@ void bind_pixels(py::module_& m) {
           throw std::invalid_argument("colour_table must be a contiguous 1-d int32 array");
         }
         if (weights.size() != 5) {
-          throw std::invalid_argument("weights must be 5 block weights (colour, texture, gradient, layout, salience)");
+          throw std::invalid_argument(
+              "weights must be 5 block weights (colour, texture, gradient, layout, salience)");
         }
         PixelDescriptorOptions o;
         o.colour_table.assign(table.data(), table.data() + table.shape(0));
@@ -114,8 +116,8 @@ void bind_pixels(py::module_& m) {
         o.gradient_weight = weights[2];
         o.layout_weight = weights[3];
         o.salience_weight = weights[4];
-        o.saliency = saliency_options(saliency_grid, residual_filter, residual_sigma, centre_sigma, surround_sigma,
-                                      residual_weight);
+        o.saliency = saliency_options(saliency_grid, residual_filter, residual_sigma, centre_sigma,
+                                      surround_sigma, residual_weight);
         const auto n = static_cast<std::size_t>(a.shape(0)), size = static_cast<std::size_t>(a.shape(1));
         const std::size_t dim = pixel_descriptor_dim(o);
         py::array_t<float> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(dim)});
@@ -126,12 +128,14 @@ void bind_pixels(py::module_& m) {
         }
         return out;
       },
-      py::arg("images"), py::arg("colour_table"), py::kw_only(), py::arg("colour_bins"), py::arg("colour_levels"),
-      py::arg("lbp_radii"), py::arg("texture_levels"), py::arg("orientation_bins"), py::arg("gradient_levels"),
-      py::arg("layout_grid"), py::arg("salience_grid"), py::arg("mirror_weight"), py::arg("salience_mirror_weight"),
+      py::arg("images"), py::arg("colour_table"), py::kw_only(), py::arg("colour_bins"),
+      py::arg("colour_levels"), py::arg("lbp_radii"), py::arg("texture_levels"),
+      py::arg("orientation_bins"), py::arg("gradient_levels"), py::arg("layout_grid"),
+      py::arg("salience_grid"), py::arg("mirror_weight"), py::arg("salience_mirror_weight"),
       py::arg("weights"), py::arg("saliency_grid"), py::arg("residual_filter"), py::arg("residual_sigma"),
       py::arg("centre_sigma"), py::arg("surround_sigma"), py::arg("residual_weight"),
-      "The default pixel descriptor of uint8 (n, size, size, 3): float32 (n, dim) unit rows. The GIL is released.");
+      "The default pixel descriptor of uint8 (n, size, size, 3): float32 (n, dim) unit rows.\n"
+      "The GIL is released.");
 }
 
 }  // namespace kira::bindings

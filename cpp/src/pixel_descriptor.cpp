@@ -13,8 +13,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "kira/pyramid_histogram.hpp"
+
 namespace kira {
 namespace {
+
+using pixel::add_weighted_votes;
+using pixel::cell_map;
+using pixel::count_votes;
+using pixel::mirror_mix;
+using pixel::pyramid;
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -57,106 +65,6 @@ int finest_level(const std::vector<int>& levels, const char* what) {
     }
   }
   return finest;
-}
-
-// ((1 + w) x + (1 - w) mirror(x)) / 2 over a c x c grid of `bins` values per cell; mirror()
-// reverses the columns (and the bins when reverse_bins). In place; weight >= 1 leaves x.
-void mirror_mix(float* x, int c, int bins, double weight, bool reverse_bins, std::vector<float>& tmp) {
-  if (weight >= 1.0) return;
-  const float a = static_cast<float>((1.0 + weight) / 2.0), b = static_cast<float>((1.0 - weight) / 2.0);
-  const std::size_t n = static_cast<std::size_t>(c) * c * bins;
-  tmp.assign(x, x + n);
-  for (int cy = 0; cy < c; ++cy) {
-    for (int cx = 0; cx < c; ++cx) {
-      for (int k = 0; k < bins; ++k) {
-        const float m = tmp[(static_cast<std::size_t>(cy) * c + (c - 1 - cx)) * bins + (reverse_bins ? bins - 1 - k : k)];
-        x[(static_cast<std::size_t>(cy) * c + cx) * bins + k] = a * tmp[(static_cast<std::size_t>(cy) * c + cx) * bins + k] + b * m;
-      }
-    }
-  }
-}
-
-// Pixel (y, x) of an h x w map falls into finest-grid cell (y * f / h, x * f / w).
-void cell_map(std::size_t h, std::size_t w, int f, std::vector<std::int32_t>& out) {
-  out.resize(h * w);
-  for (std::size_t y = 0; y < h; ++y) {
-    const auto cy = std::min<std::size_t>(y * f / h, f - 1);
-    for (std::size_t x = 0; x < w; ++x) {
-      out[y * w + x] = static_cast<std::int32_t>(cy * f + std::min<std::size_t>(x * f / w, f - 1));
-    }
-  }
-}
-
-// Votes per slot (cell * bins + bin), unweighted or weighted, into counts (which must be
-// zeroed). Four interleaved partial histograms break the read-modify-write chains of
-// consecutive pixels voting for the same slot; integer counts stay exact, weighted sums
-// differ from numpy.bincount's sequential double sums by double rounding only.
-void count_votes(const std::int32_t* slots, std::size_t n, std::vector<double>& counts,
-                 std::vector<double>& partial) {
-  const std::size_t total = counts.size();
-  partial.assign(4 * total, 0.0);
-  std::size_t p = 0;
-  for (; p + 4 <= n; p += 4) {
-    partial[slots[p]] += 1.0;
-    partial[total + slots[p + 1]] += 1.0;
-    partial[2 * total + slots[p + 2]] += 1.0;
-    partial[3 * total + slots[p + 3]] += 1.0;
-  }
-  for (; p < n; ++p) partial[slots[p]] += 1.0;
-  for (std::size_t k = 0; k < total; ++k) {
-    counts[k] += (partial[k] + partial[total + k]) + (partial[2 * total + k] + partial[3 * total + k]);
-  }
-}
-
-void add_weighted_votes(const std::int32_t* slots, const float* weights, std::size_t n,
-                        std::vector<double>& counts, std::vector<double>& partial) {
-  const std::size_t total = counts.size();
-  partial.assign(4 * total, 0.0);
-  std::size_t p = 0;
-  for (; p + 4 <= n; p += 4) {
-    partial[slots[p]] += weights[p];
-    partial[total + slots[p + 1]] += weights[p + 1];
-    partial[2 * total + slots[p + 2]] += weights[p + 2];
-    partial[3 * total + slots[p + 3]] += weights[p + 3];
-  }
-  for (; p < n; ++p) partial[slots[p]] += weights[p];
-  for (std::size_t k = 0; k < total; ++k) {
-    counts[k] += (partial[k] + partial[total + k]) + (partial[2 * total + k] + partial[3 * total + k]);
-  }
-}
-
-// The pyramid of finest-cell counts (finest^2 x bins, row-major): each level's cells are
-// sums of finest cells, optionally Hellinger-mapped per cell and scaled to 1/c, then
-// mirror-mixed; written level after level to out.
-float* pyramid(const std::vector<double>& counts, int finest, int bins, const std::vector<int>& levels,
-               bool per_cell, double mirror, bool reverse_bins, float* out, std::vector<float>& tmp) {
-  std::vector<float> fine(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) fine[i] = static_cast<float>(counts[i]);
-  for (int c : levels) {
-    const int f = finest / c;
-    float* level = out;
-    for (int cy = 0; cy < c; ++cy) {
-      for (int cx = 0; cx < c; ++cx) {
-        float* cell = level + (static_cast<std::size_t>(cy) * c + cx) * bins;
-        std::fill(cell, cell + bins, 0.0f);
-        for (int fy = cy * f; fy < (cy + 1) * f; ++fy) {
-          for (int fx = cx * f; fx < (cx + 1) * f; ++fx) {
-            const float* src = fine.data() + (static_cast<std::size_t>(fy) * finest + fx) * bins;
-            for (int k = 0; k < bins; ++k) cell[k] += src[k];
-          }
-        }
-        if (per_cell) {
-          float total = 0.0f;
-          for (int k = 0; k < bins; ++k) total += cell[k];
-          total = std::max(total, 1e-6f);
-          for (int k = 0; k < bins; ++k) cell[k] = std::sqrt(cell[k] / total) / static_cast<float>(c);
-        }
-      }
-    }
-    mirror_mix(level, c, bins, mirror, reverse_bins, tmp);
-    out += static_cast<std::size_t>(c) * c * bins;
-  }
-  return out;
 }
 
 // Rotation-invariant uniform LBP code (0..9) of every pixel at distance >= r from the border.
@@ -214,27 +122,36 @@ void normalise(float* x, std::size_t n, float weight) {
 void check(const PixelDescriptorOptions& o, std::size_t size) {
   const auto fits = [size](int d) { return d >= 1 && size % static_cast<std::size_t>(d) == 0; };
   if (o.colour_table.size() != 32768) {
-    throw std::invalid_argument("colour_table must have 32768 entries, got " + std::to_string(o.colour_table.size()));
+    throw std::invalid_argument("colour_table must have 32768 entries, got " +
+                                std::to_string(o.colour_table.size()));
   }
   for (std::int32_t b : o.colour_table) {
-    if (b < 0 || b >= o.colour_bins) throw std::invalid_argument("colour_table has a bin outside [0, colour_bins)");
+    if (b < 0 || b >= o.colour_bins) {
+      throw std::invalid_argument("colour_table has a bin outside [0, colour_bins)");
+    }
   }
   for (const auto* levels : {&o.colour_levels, &o.texture_levels, &o.gradient_levels}) {
     for (int c : *levels) {
-      if (!fits(c)) throw std::invalid_argument("size " + std::to_string(size) + " must be divisible by every pyramid level");
+      if (!fits(c)) {
+        throw std::invalid_argument("size " + std::to_string(size) +
+                                    " must be divisible by every pyramid level");
+      }
     }
   }
   finest_level(o.colour_levels, "colour");
   finest_level(o.texture_levels, "texture");
   finest_level(o.gradient_levels, "gradient");
   for (int r : o.lbp_radii) {
-    if (r < 1 || 2 * static_cast<std::size_t>(r) >= size) throw std::invalid_argument("lbp radii must be in [1, size / 2)");
+    if (r < 1 || 2 * static_cast<std::size_t>(r) >= size) {
+      throw std::invalid_argument("lbp radii must be in [1, size / 2)");
+    }
   }
   if (o.orientation_bins < 1) throw std::invalid_argument("orientation_bins must be >= 1");
   if (!fits(o.layout_grid)) throw std::invalid_argument("size must be divisible by layout_grid");
   if (size % 2 != 0 || o.saliency.grid < 1 || (size / 2) % static_cast<std::size_t>(o.saliency.grid) != 0 ||
       o.salience_grid < 1 || o.saliency.grid % o.salience_grid != 0) {
-    throw std::invalid_argument("size / 2 must be a multiple of the saliency grid, and that of salience_grid");
+    throw std::invalid_argument(
+        "size / 2 must be a multiple of the saliency grid, and that of salience_grid");
   }
 }
 
@@ -267,8 +184,9 @@ void pixel_descriptors(const std::uint8_t* rgb, std::size_t n, std::size_t size,
     for (std::size_t y = 0; y < half; ++y) {
       for (std::size_t x = 0; x < half; ++x) {
         for (std::size_t ch = 0; ch < 3; ++ch) {
-          const unsigned sum = src[((2 * y) * s + 2 * x) * 3 + ch] + src[((2 * y + 1) * s + 2 * x) * 3 + ch] +
-                               src[((2 * y) * s + 2 * x + 1) * 3 + ch] + src[((2 * y + 1) * s + 2 * x + 1) * 3 + ch];
+          const std::uint8_t* top = src + ((2 * y) * s + 2 * x) * 3 + ch;
+          const std::uint8_t* bottom = top + s * 3;
+          const unsigned sum = top[0] + bottom[0] + top[3] + bottom[3];  // numpy's order; exact anyway
           dst[(y * half + x) * 3 + ch] = static_cast<std::uint8_t>((sum + 2) >> 2);
         }
       }

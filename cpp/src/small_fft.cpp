@@ -77,7 +77,9 @@ void radix4(std::size_t ido, std::size_t l1, const C* in, C* out, const C* tw, b
       C y[4] = {add(sum02, sum13), add(dif02, dif13), sub(sum02, sum13),
                         sub(dif02, dif13)};
       if (i != 0) {
-        for (std::size_t j = 1; j < 4; ++j) y[j] = twiddle_mul(y[j], tw[(i - 1) + (j - 1) * (ido - 1)], backward);
+        for (std::size_t j = 1; j < 4; ++j) {
+          y[j] = twiddle_mul(y[j], tw[(i - 1) + (j - 1) * (ido - 1)], backward);
+        }
       }
       for (std::size_t j = 0; j < 4; ++j) out[i + ido * (k + l1 * j)] = y[j];
     }
