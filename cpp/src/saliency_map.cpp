@@ -130,6 +130,7 @@ inline float magnitude(Complex32 z) {  // hypotf: exact in double, rounded once
 }  // namespace
 
 std::vector<double> gaussian_kernel(double sigma) {
+  if (!(sigma > 1e-15)) return {1.0};  // scipy leaves such an axis unfiltered
   const auto radius = static_cast<std::ptrdiff_t>(4.0 * sigma + 0.5);
   std::vector<double> w(static_cast<std::size_t>(2 * radius + 1));
   const double c = -0.5 / (sigma * sigma);
@@ -149,8 +150,8 @@ void saliency_maps(const std::uint8_t* small, std::size_t n, std::size_t size,
                                 std::to_string(o.grid));
   }
   if (o.residual_filter < 1) throw std::invalid_argument("residual_filter must be >= 1");
-  if (!(o.residual_sigma > 0.0) || !(o.centre_sigma > 0.0) || !(o.surround_sigma > 0.0)) {
-    throw std::invalid_argument("the saliency sigmas must be > 0");
+  for (double sigma : {o.residual_sigma, o.centre_sigma, o.surround_sigma}) {
+    if (!std::isfinite(sigma)) throw std::invalid_argument("the saliency sigmas must be finite");
   }
   if (!(o.residual_weight >= 0.0 && o.residual_weight <= 1.0)) {
     throw std::invalid_argument("residual_weight must be in [0, 1]");

@@ -83,6 +83,13 @@ def test_core_saliency_equals_the_numpy_specification(images):
     assert not core[-1].any() and core[0].max() == 1.0  # the uniform image is all zeros; a photo spans [0, 1]
 
 
+def test_a_zero_sigma_leaves_that_blur_out_as_scipy_does(images):
+    config = SaliencyConfig(centre_sigma=0.0, residual_sigma=0.0)
+    proposer = SaliencyProposer(config)
+    small = np.stack([np.asarray(Image.fromarray(img).convert("RGB").resize((64, 64))) for img in images[:12]])
+    assert float(np.abs(proposer.propose_prepared(small) - reference_saliency(config, small)).max()) < PARITY
+
+
 def test_one_image_alone_equals_it_in_a_batch(images):
     encoder = PixelEncoder()
     rgb = encoder.prepare(images[:20])

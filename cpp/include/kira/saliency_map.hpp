@@ -21,12 +21,14 @@ struct SaliencyOptions {
 
 // small: n images of size x size x 3 uint8, row-major; out: n * grid * grid floats in [0, 1]
 // (all zeros for an image whose bytes are all equal). Throws std::invalid_argument for bad
-// options (size not a multiple of grid, a filter < 1, a negative sigma, a weight outside [0, 1]).
+// options (size not a multiple of grid, a filter < 1, a sigma that is not finite, a weight
+// outside [0, 1]). A sigma <= 1e-15 leaves that blur out, as scipy does.
 // Thread safety: pure function.
 void saliency_maps(const std::uint8_t* small, std::size_t n, std::size_t size,
                    const SaliencyOptions& options, float* out);
 
-// scipy.ndimage.gaussian_filter1d's weights for sigma (truncate 4): 2 * radius + 1 doubles.
+// scipy.ndimage.gaussian_filter1d's weights for sigma (truncate 4): 2 * radius + 1 doubles;
+// {1} (no blur) for sigma <= 1e-15.
 std::vector<double> gaussian_kernel(double sigma);
 
 }  // namespace kira
