@@ -71,19 +71,21 @@ int finest_level(const std::vector<int>& levels, const char* what) {
 void lbp_riu2(const std::vector<std::int16_t>& q, std::size_t s, int r, std::vector<std::int32_t>& codes) {
   const std::size_t m = s - 2 * r;
   codes.resize(m * m);
-  const int dy[8] = {-r, -r, -r, 0, r, r, r, 0}, dx[8] = {-r, 0, r, r, r, 0, -r, -r};
+  const auto row = static_cast<std::ptrdiff_t>(s), d = static_cast<std::ptrdiff_t>(r);
   for (std::size_t y = 0; y < m; ++y) {
-    for (std::size_t x = 0; x < m; ++x) {
-      const std::size_t cy = y + r, cx = x + r;
-      const std::int16_t centre = q[cy * s + cx];
-      bool bits[8];
-      for (int k = 0; k < 8; ++k) bits[k] = q[(cy + dy[k]) * s + (cx + dx[k])] >= centre;
-      int ones = 0, transitions = 0;
-      for (int k = 0; k < 8; ++k) {
-        ones += bits[k];
-        transitions += bits[k] != bits[(k + 1) % 8];
-      }
-      codes[y * m + x] = transitions <= 2 ? ones : 9;
+    const std::int16_t* c = q.data() + (y + r) * s + r;
+    // the 8 neighbours on the square of side 2r + 1, in circular order
+    const std::int16_t *n0 = c - d * row - d, *n1 = c - d * row, *n2 = c - d * row + d, *n3 = c + d;
+    const std::int16_t *n4 = c + d * row + d, *n5 = c + d * row, *n6 = c + d * row - d, *n7 = c - d;
+    std::int32_t* out = codes.data() + y * m;
+    for (std::size_t x = 0; x < m; ++x) {  // integer and branch-free: vectorised
+      const int v = c[x];
+      const int b0 = n0[x] >= v, b1 = n1[x] >= v, b2 = n2[x] >= v, b3 = n3[x] >= v;
+      const int b4 = n4[x] >= v, b5 = n5[x] >= v, b6 = n6[x] >= v, b7 = n7[x] >= v;
+      const int ones = b0 + b1 + b2 + b3 + b4 + b5 + b6 + b7;
+      const int transitions = (b0 ^ b1) + (b1 ^ b2) + (b2 ^ b3) + (b3 ^ b4) + (b4 ^ b5) + (b5 ^ b6) +
+                              (b6 ^ b7) + (b7 ^ b0);
+      out[x] = transitions <= 2 ? ones : 9;
     }
   }
 }
@@ -225,17 +227,17 @@ void pixel_descriptors(const std::uint8_t* rgb, std::size_t n, std::size_t size,
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint8_t* px = rgb + i * pixels * 3;
     float* row = out + i * dim;
+    // luminance, and the colour table bin of each 5-bit-per-channel pixel, in one pass
     for (std::size_t p = 0; p < pixels; ++p) {
-      grey[p] = luma_r * static_cast<float>(px[3 * p]) + luma_g * static_cast<float>(px[3 * p + 1]) +
-                luma_b * static_cast<float>(px[3 * p + 2]);
+      const std::uint8_t red = px[3 * p], green = px[3 * p + 1], blue = px[3 * p + 2];
+      grey[p] = luma_r * static_cast<float>(red) + luma_g * static_cast<float>(green) +
+                luma_b * static_cast<float>(blue);
+      slots[p] = ((red >> 3) << 10) | ((green >> 3) << 5) | (blue >> 3);
     }
-    // colour: table bin of each 5-bit-per-channel pixel, pyramid of per-cell distributions
+    // colour: pyramid of per-cell distributions of the bins
     float* block = row;
     counts.assign(static_cast<std::size_t>(colour_finest) * colour_finest * o.colour_bins, 0.0);
-    for (std::size_t p = 0; p < pixels; ++p) {
-      const int idx = ((px[3 * p] >> 3) << 10) | ((px[3 * p + 1] >> 3) << 5) | (px[3 * p + 2] >> 3);
-      slots[p] = colour_cells[p] * o.colour_bins + colour_table(idx);
-    }
+    for (std::size_t p = 0; p < pixels; ++p) slots[p] = colour_cells[p] * o.colour_bins + colour_table(slots[p]);
     count_votes(slots.data(), pixels, counts, partial);
     pyramid(counts, colour_finest, o.colour_bins, o.colour_levels, true, o.mirror_weight, false, block, tmp);
     normalise(block, colour_len, static_cast<float>(o.colour_weight));

@@ -16,10 +16,10 @@ namespace {
 // scipy.ndimage.correlate1d with a symmetric kernel, mode 'nearest', along one axis of a
 // size x size float32 plane. Each output is x[i] w0 + sum over j = radius .. 1 of
 // (x[i - j] + x[i + j]) w[j], in scipy's order; scipy accumulates in double, this in float32
-// (about 1e-7 relative apart, far inside the parity tolerance) with 8 outputs kept in
+// (about 1e-7 relative apart, far inside the parity tolerance) with 16 outputs kept in
 // registers while the taps run, which the compiler vectorises: the surround blur is the
 // largest cost of the saliency map.
-constexpr std::size_t kBlock = 8;
+constexpr std::size_t kBlock = 16;
 
 // out[0 .. kBlock) from rows (or columns) at the given pointers: taps[j] -> (minus, plus).
 inline void blur_block(const float* centre, const float* const* minus, const float* const* plus,
