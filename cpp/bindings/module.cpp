@@ -9,10 +9,11 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "kira's compiled core: cosine indexes, rank fusion, residual hops, regions.";
+  m.doc() = "kira's compiled core: cosine indexes, rank fusion, residual hops, regions, pixel features.";
   // The common base lets functions such as residual_hops take either index type.
   py::class_<kira::CosineIndex, std::shared_ptr<kira::CosineIndex>>(
       m, "CosineIndex", "Base class of FlatIndex and HNSWIndex; not constructible.");
   kira::bindings::bind_indexes(m);
   kira::bindings::bind_retrieval(m);
+  kira::bindings::bind_pixels(m);
 }

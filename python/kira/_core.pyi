@@ -211,3 +211,44 @@ def expand_compound(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """(ids, scores, origin): retrieved ids keep their score, the rest of their groups come in
     at decay x score (best offer), sorted by score desc, ties to the smaller id."""
+
+# ---- pixel features (cpp/bindings/bind_pixels.cpp) --------------------------------------
+def saliency_maps(
+    images: npt.NDArray[np.uint8],
+    *,
+    grid: int,
+    residual_filter: int,
+    residual_sigma: float,
+    centre_sigma: float,
+    surround_sigma: float,
+    residual_weight: float,
+) -> npt.NDArray[np.float32]:
+    """Saliency of uint8 (n, size, size, 3) (spectral residual + centre-surround contrast): float32
+    (n, grid, grid) in [0, 1], zeros for a uniform image; GIL released. TypeError for another dtype,
+    ValueError for another shape, a non-contiguous array or size not a multiple of grid."""
+
+def pixel_descriptor(
+    images: npt.NDArray[np.uint8],
+    colour_table: npt.NDArray[np.int32],
+    *,
+    colour_bins: int,
+    colour_levels: Sequence[int],
+    lbp_radii: Sequence[int],
+    texture_levels: Sequence[int],
+    orientation_bins: int,
+    gradient_levels: Sequence[int],
+    layout_grid: int,
+    salience_grid: int,
+    mirror_weight: float,
+    salience_mirror_weight: float,
+    weights: Sequence[float],
+    saliency_grid: int,
+    residual_filter: int,
+    residual_sigma: float,
+    centre_sigma: float,
+    surround_sigma: float,
+    residual_weight: float,
+) -> npt.NDArray[np.float32]:
+    """The default pixel descriptor (kira.models.default.pixel_encoder) of uint8 (n, size, size, 3):
+    float32 (n, dim) unit rows; colour_table: int32 (32768,) bins of 5-bit RGB; weights: colour,
+    texture, gradient, layout, salience; GIL released. TypeError / ValueError as saliency_maps."""

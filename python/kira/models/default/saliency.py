@@ -11,7 +11,9 @@ Two classical, training-free cues, each scaled to [0, 1] and averaged:
 
 Both run on a small working image (64 x 64 by default) and are pooled to the output
 grid (32 x 32 by default) by block means, so the result is the same shape for every
-image, float32 and deterministic. The KIRA threshold (mean + 0.5 std) and connected
+image, float32 and deterministic. The computation runs in the compiled core
+(`kira._core.saliency_maps`, cpp/src/saliency_map.cpp, GIL released); the numpy
+implementation it replaced is the specification in tests/models/pixel_reference.py. The KIRA threshold (mean + 0.5 std) and connected
 components are then the core's job (`extract_regions`).
 """
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kira import _core
 from kira.images import ImageLike, load_image
 
 
@@ -68,48 +71,15 @@ class SaliencyProposer:
     def propose_prepared(self, small: np.ndarray) -> np.ndarray:
         """Saliency grids of a batch already at the working size: uint8 (n, work_size, work_size, 3).
 
-        Returns float32 (n, grid, grid), each as `propose` gives it; the whole batch goes
-        through one FFT and one filter pass per cue (the pixel encoder's salience block).
-        Raises ValueError for another shape or dtype.
+        Returns float32 (n, grid, grid), each as `propose` gives it. Raises ValueError for
+        another shape or dtype.
         """
-        from scipy import ndimage
-
         cfg = self.config
         s = cfg.work_size
         if small.dtype != np.uint8 or small.ndim != 4 or small.shape[1:] != (s, s, 3):
             raise ValueError(f"expected uint8 (n, {s}, {s}, 3), got {small.dtype} {small.shape}")
-        n = small.shape[0]
-        flat = small.reshape(n, -1)
-        uniform = flat.max(axis=1) == flat.min(axis=1)  # nothing stands out
-        rgb = small.astype(np.float32) / 255.0
-        grey = 0.299 * rgb[..., 0] + 0.587 * rgb[..., 1] + 0.114 * rgb[..., 2]
-
-        spectrum = np.fft.fft2(grey, axes=(1, 2))
-        log_amp = np.log(np.abs(spectrum) + 1e-8)
-        f = cfg.residual_filter
-        residual = log_amp - ndimage.uniform_filter(log_amp, size=(1, f, f), mode="wrap")
-        sr = np.abs(np.fft.ifft2(np.exp(residual + 1j * np.angle(spectrum)), axes=(1, 2))) ** 2
-        sr = ndimage.gaussian_filter(sr, (0, cfg.residual_sigma, cfg.residual_sigma), mode="nearest")
-
-        # opponent colours: luminance, red-green, blue-yellow
-        r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
-        opp = np.stack([grey, r - g, 0.5 * (r + g) - b], axis=-1)
-        centre = ndimage.gaussian_filter(opp, (0, cfg.centre_sigma, cfg.centre_sigma, 0), mode="nearest")
-        surround = ndimage.gaussian_filter(opp, (0, cfg.surround_sigma, cfg.surround_sigma, 0), mode="nearest")
-        cs = np.sqrt(((centre - surround) ** 2).sum(axis=-1))
-
-        w = cfg.residual_weight
-        sal = w * _unit_range(sr) + (1.0 - w) * _unit_range(cs)
-        k = s // cfg.grid
-        grid = _unit_range(sal.reshape(n, cfg.grid, k, cfg.grid, k).mean(axis=(2, 4)))
-        grid[uniform] = 0.0
-        return grid.astype(np.float32, copy=False)
-
-
-def _unit_range(x: np.ndarray) -> np.ndarray:
-    """Each batch item (axis 0) scaled to [0, 1] on its own; a constant item becomes zeros."""
-    axes = tuple(range(1, x.ndim))
-    lo, hi = x.min(axis=axes, keepdims=True), x.max(axis=axes, keepdims=True)
-    span = hi - lo
-    flat = span < 1e-12
-    return np.where(flat, 0.0, (x - lo) / np.where(flat, 1.0, span)).astype(np.float32)
+        return _core.saliency_maps(
+            np.ascontiguousarray(small), grid=cfg.grid, residual_filter=cfg.residual_filter,
+            residual_sigma=cfg.residual_sigma, centre_sigma=cfg.centre_sigma, surround_sigma=cfg.surround_sigma,
+            residual_weight=cfg.residual_weight,
+        )
