@@ -7,44 +7,30 @@ seeded from those word matches re-queried the visual index with the clock and th
 hops followed, and the cameraman left the full variant's top 3 while dual_path had it first.
 Seeds are now judged on what they show (kira.reasoning.feedback_seeds), so the full variant
 keeps what dual_path finds.
+
+"dark dots in a grey eye image": dual_path puts the fundus detail with dark spots first; the judge
+finds it on topic (z 5.5) but the colour eye photo more so (8.3), and feedback seeded from the eye
+photo alone filled the full variant's evidence with it. Retrieval's first document now seeds
+feedback whenever it is on topic at all.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from skimage_photos import CAPTIONS, captioned_kb
 
-from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 
-skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
 
-CAPTIONS = {
-    "astronaut": "portrait of an astronaut in a white spacesuit in front of the flag",
-    "brick": "a brick wall texture",
-    "camera": "black and white photo of a man with a camera on a tripod",
-    "cell": "microscope image of a single cell",
-    "clock": "a wall clock photographed at an angle",
-    "coffee": "a cup of coffee on a saucer with a spoon",
-    "coins": "old coins lying on a table",
-    "grass": "a close-up texture of grass",
-    "gravel": "a close-up texture of gravel stones",
-    "moon": "the surface of the moon with craters",
-    "retina": "a colour photograph of the back of the eye",
-    "rocket": "a rocket on the launch pad before lift-off",
-}
 QUESTIONS = {"a photographer with his equipment": "camera", "green lawn": "grass", "small pebbles": "gravel",
-             "a masonry wall": "brick", "lunar craters": "moon", "metal money": "coins"}
+             "a masonry wall": "brick", "lunar craters": "moon", "metal money": "coins",
+             "dark dots in a grey eye image": "microaneurysms"}
 
 
 @pytest.fixture(scope="module")
 def kira(tmp_path_factory):
-    base = KnowledgeBase.create(tmp_path_factory.mktemp("feedback") / "kb")
-    for name, caption in CAPTIONS.items():
-        image = np.asarray(getattr(skimage_data, name)())
-        image = np.repeat(image[:, :, None], 3, 2) if image.ndim == 2 else image[:, :, :3]
-        base.add_image(np.ascontiguousarray(image), doc_id=name, caption=caption)
-    base.commit()
+    base = captioned_kb(tmp_path_factory.mktemp("feedback") / "kb", CAPTIONS)
     yield Kira(base)
     base.close()
 
@@ -53,11 +39,21 @@ def _top3(kira, question: str, variant: str) -> list[str]:
     return list(dict.fromkeys(i.doc_id for i in kira.ask(question, variant=variant, top_k=5).evidence.items))[:3]
 
 
-def test_a_shared_word_stem_does_not_seed_feedback(kira):
+def test_a_shared_word_stem_does_not_push_the_subject_down(kira):
+    """BM25 puts the clock ("photographed") first, and the judge finds it barely on topic: it seeds
+    feedback beside the cameraman, whose look-alikes then lift him, not the clock's alone."""
     question = "a photographer with his equipment"
-    assert _top3(kira, question, "dual_path")[0] == "camera"
+    dual = _top3(kira, question, "dual_path")
+    full = _top3(kira, question, "full")
+    assert "camera" in dual and "camera" in full
+    assert full.index("camera") <= dual.index("camera"), (dual, full)
+
+
+def test_the_on_topic_photo_dual_path_puts_first_stays_in_the_full_variants_top_3(kira):
+    question = "dark dots in a grey eye image"
+    assert _top3(kira, question, "dual_path")[0] == "microaneurysms"
     full = kira.ask(question, variant="full", top_k=5)
-    assert full.evidence.items[0].doc_id == "camera", [i.doc_id for i in full.evidence.items]
+    assert "microaneurysms" in [i.doc_id for i in full.evidence.items][:3], [i.doc_id for i in full.evidence.items]
 
 
 @pytest.mark.parametrize("question", sorted(QUESTIONS))
@@ -80,13 +76,30 @@ def test_on_topic_seeds_keep_only_what_is_about_as_much_on_topic_as_the_best():
     from kira.reasoning.relevance import RelevanceJudge
 
     judge = RelevanceJudge(load_default(image_encoder="pixel").text)
-    items = [_captioned(1, "clock", CAPTIONS["clock"]), _captioned(2, "camera", CAPTIONS["camera"]),
-             _captioned(3, "camera", "the same photo again"), _captioned(4, "coins", CAPTIONS["coins"])]
+    items = [_captioned(1, "coins", CAPTIONS["coins"]), _captioned(2, "clock", CAPTIONS["clock"]),
+             _captioned(3, "camera", CAPTIONS["camera"]), _captioned(4, "camera", "the same photo again")]
     seeds = on_topic_seeds(judge, "a photographer with his equipment", items, 5)
-    assert [i.doc_id for i in seeds] == ["camera"] and seeds[0].number == 2  # one per document, its first item
+    assert [i.doc_id for i in seeds] == ["camera"] and seeds[0].number == 3  # one per document, its first item
     assert on_topic_seeds(judge, "a snowy mountain", items, 5) == []  # nothing on topic: no feedback
     assert on_topic_seeds(judge, "a dark image", items, 5) is None  # only appearance: nothing to judge by
     assert on_topic_seeds(judge, "a photographer with his equipment", items, 0) == []
+
+
+def test_retrievals_first_document_seeds_whenever_it_is_on_topic():
+    from kira.models import load_default
+    from kira.reasoning.feedback_seeds import on_topic_seeds
+    from kira.reasoning.relevance import RelevanceJudge
+
+    judge = RelevanceJudge(load_default(image_encoder="pixel").text)
+    question = "dark dots in a grey eye image"
+    dots = _captioned(1, "microaneurysms", CAPTIONS["microaneurysms"])
+    eye = _captioned(2, "retina", CAPTIONS["retina"])
+    coins = _captioned(3, "coins", CAPTIONS["coins"])
+    z_dots, z_eye = judge.standouts("dots eye", [dots.summary, eye.summary]).tolist()
+    assert judge.abstain_z < z_dots < z_eye  # on topic, but further under the eye photo than the margin allows
+    assert [i.doc_id for i in on_topic_seeds(judge, question, [dots, eye], 5)] == ["microaneurysms", "retina"]
+    assert [i.doc_id for i in on_topic_seeds(judge, question, [eye, dots], 5)] == ["retina"]  # not first: margin
+    assert [i.doc_id for i in on_topic_seeds(judge, question, [coins, eye], 5)] == ["retina"]  # first, off topic
 
 
 def test_on_topic_seeds_reuse_the_question_vector_the_query_encoding_made():
@@ -106,7 +119,8 @@ def test_on_topic_seeds_reuse_the_question_vector_the_query_encoding_made():
             encoded.extend(texts)
             return text.encode(texts)
 
-    items = [_captioned(1, "clock", CAPTIONS["clock"]), _captioned(2, "camera", CAPTIONS["camera"])]
+    items = [_captioned(1, "coins", CAPTIONS["coins"]), _captioned(2, "clock", CAPTIONS["clock"]),
+             _captioned(3, "camera", CAPTIONS["camera"])]
     judge = RelevanceJudge(Counting())
     given = on_topic_seeds(judge, question, items, 5, question_vector=vector)
     assert question not in encoded and [i.doc_id for i in given] == ["camera"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -181,7 +182,12 @@ def test_reranker_blends_scores(kb):
     plain = Kira(kb, models=FakeStack(critic=KeepAll())).ask("blue sky", variant="full", top_k=3)
     assert plain.evidence.items[0].box != (48, 36, 64, 48)
     stack = FakeStack(reranker=PreferCorner(), critic=KeepAll())
-    result = Kira(kb, models=stack).ask("blue sky", variant="full", top_k=10)  # head = 40 holds all of blue's 17 chunks
+    # fusion counts each document once per ranking, so blue's 17 chunks share its score and interleave with the
+    # runner-up's (red_t0, blue spot): a head of 5 x top_k = 50 = every fused candidate holds the corner patch
+    retrieval = dataclasses.replace(kb.config.retrieval, rerank_candidates_per_result=5)
+    config = dataclasses.replace(kb.config, retrieval=retrieval)
+    assert retrieval.rerank_candidates_per_result * 10 >= retrieval.candidates
+    result = Kira(kb, models=stack, config=config).ask("blue sky", variant="full", top_k=10)
     assert result.trace["reranked"] is True
     top = result.evidence.items[0]
     assert top.box == (48, 36, 64, 48) and "rerank" in top.paths

@@ -80,7 +80,8 @@ def test_retrieval_is_what_an_ask_draws_its_evidence_from(kb):
     for query in ({"question": "a photo of a rocket"}, {"image": photo(3)}, {"question": "coffee", "image": photo(2)}):
         found = kira.retrieve(**query, top_k=500, variant="multi_hop")
         asked = kira.ask(**query, top_k=5, variant="multi_hop")
-        fused = Fused(np.array(found.chunk_ids, np.int64), np.array([h.score for h in found.hits], np.float32), {}, {})
+        fused = Fused(np.array(found.chunk_ids, np.int64), np.array([h.score for h in found.hits], np.float32),
+                      {h.chunk_id: list(h.paths) for h in found.hits}, {})  # paths: which chunks were found where they lie
         chosen, _ = diverse(kb, fused, kira.max_per_document, 5)
         # a question naming a subject ("rocket" is a metadata value) splits the evidence into its items and
         # similar cases; together they are what retrieval chose

@@ -1,6 +1,7 @@
 """Stage 4 input: the fused list -> kira.reasoning EvidenceItems with provenance and thumbnails.
 
-* `diverse`: the best fused chunks, at most so many of one document.
+* `diverse`: the best fused chunks, at most so many of one document; a further chunk of a document
+  only when it adds something (`adds_to`) or was found where it lies in the image.
 * `build_items`: one `EvidenceItem` per chunk, with its document's provenance.
 * `hops_with_documents`: each hop's chunk ids with their documents, for the card.
 """
@@ -13,8 +14,9 @@ import numpy as np
 
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.knowledge_base.rows import MAX_DESCRIPTION_CHARS, ChunkRow
-from kira.query_state import Fused, HopNote
+from kira.query_state import Fused, HopNote, RetrievalPath
 from kira.reasoning.types import EvidenceItem
+from kira.text.pieces import is_location
 
 
 def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[float], paths: dict[int, list[str]],
@@ -81,24 +83,48 @@ def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[floa
     return items
 
 
+LOCATING_PATHS = frozenset({str(RetrievalPath.VISUAL), str(RetrievalPath.FINE)})
+"""Paths that rank a region or patch by its own pixels against the query (the image, the question in image
+space, the query crop): what they find says where in the image the match lies."""
+
+
 def diverse(kb: KnowledgeBaseLike, fused: Fused, per_doc: int,
             n: int) -> tuple[list[tuple[int, float]], Mapping[int, ChunkRow]]:
-    """The best `n` fused (chunk id, score) with at most `per_doc` from any one document, and the rows read."""
+    """The best `n` fused (chunk id, score) with at most `per_doc` from any one document, and the rows read.
+
+    A further chunk of a document already chosen is left out when it adds nothing to the first one chosen
+    (`adds_to`) and no locating path (`LOCATING_PATHS`) found it: a region repeating its image's caption,
+    found through the shared text vector, is the same evidence twice, spends a place of top-k and counts
+    as agreement with itself.
+    """
     if not len(fused.ids):
         return [], {}
     head = fused.ids[: max(n * 4, 50)].tolist()
     rows = kb.chunks(head)
+    first: dict[str, ChunkRow] = {}
     counts: dict[str, int] = {}
     out: list[tuple[int, float]] = []
     for cid, score in zip(head, fused.scores[: len(head)].tolist()):
         row = rows.get(cid)
         if row is None or counts.get(row.doc_id, 0) >= per_doc:
             continue
+        if row.doc_id in first and not adds_to(row, first[row.doc_id]) \
+                and not LOCATING_PATHS.intersection(fused.paths.get(cid, ())):
+            continue
+        first.setdefault(row.doc_id, row)
         counts[row.doc_id] = counts.get(row.doc_id, 0) + 1
         out.append((cid, score))
         if len(out) >= n:
             break
     return out, rows
+
+
+def adds_to(row: ChunkRow, earlier: ChunkRow) -> bool:
+    """Whether chunk `row` says something chunk `earlier` (of the same image) does not: a part of its
+    description, other than where it lies, that `earlier`'s description lacks (the words read inside a
+    region, a caption of the crop's own). Descriptions are "; "-joined parts (kira.knowledge_base.chunker)."""
+    said = {p.strip() for p in earlier.description.split(";")}
+    return any(p.strip() and p.strip() not in said and not is_location(p) for p in row.description.split(";"))
 
 
 def hops_with_documents(kb: KnowledgeBaseLike, hops: tuple[HopNote, ...],
@@ -114,4 +140,4 @@ def hops_with_documents(kb: KnowledgeBaseLike, hops: tuple[HopNote, ...],
                  for h in hops)
 
 
-__all__ = ["build_items", "diverse", "hops_with_documents"]
+__all__ = ["LOCATING_PATHS", "adds_to", "build_items", "diverse", "hops_with_documents"]

@@ -8,7 +8,8 @@ neighbours above the photo the question is about. So the seeds are judged on wha
 item's caption, or without one its tags, labels, OCR text and metadata), not on how they were found:
 
     cut   = max(abstain_z, min(z_best - SEED_MARGIN_Z, abstain_z + SEED_SHARE * (z_best - abstain_z)))
-    seeds = { i : z_i >= cut }                     in retrieval order, one per document, at most the limit
+    seeds = { i : z_i >= cut, or i is retrieval's first and z_i >= abstain_z }
+                                                   in retrieval order, one per document, at most the limit
 
 The first condition keeps only items the relevance judge finds on topic (the same point at
 which an answer abstains); the second keeps only those about as much on topic as the best
@@ -27,6 +28,13 @@ A fixed margin of 1.5 under the best then leaves one seed, picked by that noise,
 scale-free, half the best's height above the abstention point when that is the wider, and the
 seeds that pass are taken in retrieval order, which had already weighed the words, the image
 and BM25: the judge decides which documents are on topic, retrieval which of them come first.
+
+The margin judges the documents retrieval put after its first; the first itself is a seed whenever
+the judge finds it on topic at all. Retrieval before feedback is surest of it, and a mean without it
+re-queries with others' look-alikes only, pushing it out of the answer for no evidence against it
+("dark dots in a grey eye image": the fundus detail with dark spots, first on the question's words,
+stood 5.5 above everyday phrases, the colour eye photo 8.3; seeded by the eye photo alone, feedback
+filled the top with that photo's look-alikes).
 
 An item nothing recorded says anything about (an uncaptioned scan with no label) cannot be
 judged and is never a seed. With
@@ -59,8 +67,9 @@ def _judged_text(item: EvidenceItem) -> str:
 def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[EvidenceItem], limit: int, *,
                    known: Mapping[str, np.ndarray] | None = None,
                    question_vector: np.ndarray | None = None) -> list[EvidenceItem] | None:
-    """At most `limit` of `items` (one per document, most on topic first) that feedback may expand from
-    (module docstring): [] when no item is on topic, None when the question has nothing to judge by.
+    """At most `limit` of `items` (in retrieval order, surest first; one per document, in that order) that
+    feedback may expand from (module docstring): [] when no item is on topic, None when the question has
+    nothing to judge by.
     known: {text: vector} of this judge's encoder already computed (e.g. stored at ingest); question_vector:
     the question's, when the query encoding already made it (used only for the question as asked)."""
     extra = judge.appearance_words
@@ -82,7 +91,9 @@ def on_topic_seeds(judge: RelevanceJudge, question: str, items: Sequence[Evidenc
     z = judge.standouts(question, [texts[i.doc_id] for i in docs], known=known, question_vector=question_vector)
     best, floor = float(np.max(z)), judge.abstain_z
     cut = max(floor, min(best - SEED_MARGIN_Z, floor + SEED_SHARE * (best - floor)))
-    return [item for item, zk in zip(docs, z.tolist()) if zk >= cut][:limit]  # in retrieval order
+    lead = items[0].doc_id  # retrieval's surest document: a seed whenever it is on topic at all
+    return [item for item, zk in zip(docs, z.tolist())
+            if zk >= cut or (item.doc_id == lead and zk >= floor)][:limit]  # in retrieval order
 
 
 __all__ = ["SEED_MARGIN_Z", "SEED_SHARE", "on_topic_seeds"]

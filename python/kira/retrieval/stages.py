@@ -124,14 +124,15 @@ class FineGrained:
 
 @dataclass(frozen=True)
 class Fuse:
-    """Weighted RRF over every ranking so far. The document a query image clearly shows leads
+    """Weighted RRF over every ranking so far, each document counted once per ranking (kira.retrieval.fusion).
+    The document a query image clearly shows leads
     (kira.retrieval.anchoring.clear_visual_match); with lead_named, documents the question names lead."""
 
     lead_named: bool = True
     name: str = "fusion"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
-        fused = fuse(state.rankings.in_fusion_order(), ctx.config.retrieval)
+        fused = fuse(state.rankings.in_fusion_order(), ctx.config.retrieval, ctx.kb.document_chunk_of)
         image = state.rankings.image
         if state.image_query and image is not None:
             shown = clear_visual_match(ctx.kb, image, ctx.config.retrieval)

@@ -50,6 +50,11 @@ def describer_parts(summary: str, caption: str) -> tuple[str, list[str]]:
     return location, measured
 
 
+def is_location(part: str) -> bool:
+    """Whether a description part only says where a chunk lies ("region at x 10-80, y 5-60 of 512x512")."""
+    return bool(_LOCATION.match(part.strip()))
+
+
 def appearance_parts(summary: str, caption: str | None = None) -> list[str]:
     """The parts of a knowledge base-described image's `summary` that only say how it looks: the describer's
     brightness, colour, texture and salient-region measurements, as written (`kira.reasoning.shown.shown` reads them as
@@ -68,4 +73,4 @@ def appearance_words(part: str) -> str:
     return text[:1].lower() + text[1:] if text else ""
 
 
-__all__ = ["appearance_parts", "appearance_words", "describer_parts", "summary_pieces"]
+__all__ = ["appearance_parts", "appearance_words", "describer_parts", "is_location", "summary_pieces"]
