@@ -102,3 +102,46 @@ def test_a_text_encoder_failure_in_the_text_thread_fails_the_batch_and_stores_no
         assert summary.added == [] and len(summary.skipped) == 8
         assert all("text encoder out of memory" in reason for _, reason in summary.skipped)
         assert len(kb) == 0 and len(kb.store.chunk_ids()) == 0
+
+
+def test_the_next_batch_is_forwarded_ahead_and_encode_batch_reuses_it(stack, monkeypatch):
+    """prefetch_forward runs the CNN's pass over a batch (as ingest's reader thread does for the next one);
+    encode_batch then runs no network for those images, and stores the same vectors as without it."""
+    from skimage import data
+
+    from kira.config import ChunkingConfig
+    from kira.knowledge_base.batch_encode import encode_batch, prefetch_forward
+
+    cnn = stack.image.cnn
+    images = [np.ascontiguousarray(getattr(data, name)()) for name in ("coffee", "rocket")]
+    items = [dict(doc_id=f"d{i}", pixels=px, caption=None, tags=()) for i, px in enumerate(images)]
+    levels = ("document", "region", "patch")
+    cnn._cache.clear()
+    plain = encode_batch(stack, items, ChunkingConfig(), levels)
+    cnn._cache.clear()
+    assert prefetch_forward(stack.image, images)
+    runs = []
+    session_type = type(cnn._session)
+    real_run = session_type.run
+
+    def counted(session, *args, **kwargs):
+        if session is cnn._session:
+            runs.append(1)
+        return real_run(session, *args, **kwargs)
+
+    monkeypatch.setattr(session_type, "run", counted)
+    ahead = encode_batch(stack, items, ChunkingConfig(), levels)
+    assert runs == []  # every forward the batch made was answered by the pass run ahead
+    np.testing.assert_allclose(ahead.visual, plain.visual, atol=1e-6)
+    assert ahead.labels == plain.labels
+
+
+def test_nothing_is_forwarded_ahead_when_the_cache_cannot_hold_two_batches(stack):
+    from kira.knowledge_base.batch_encode import prefetch_forward
+
+    cnn = stack.image.cnn
+    too_many = [np.full((8, 8, 3), i, np.uint8) for i in range(cnn.config.cache_items // 2 + 1)]
+    cnn._cache.clear()
+    assert not prefetch_forward(stack.image, too_many)
+    assert len(cnn._cache) == 0
+    assert not prefetch_forward(stack.image, [])

@@ -2,8 +2,8 @@
 
 Each batch of images is loaded, chunked and encoded together (one encoder call per
 space), inserted in one transaction and committed, so a crash loses at most the batch in
-flight (the next batch's files are decoded, and their thumbnails made, meanwhile in a second
-thread; nothing is encoded ahead). Within a batch the descriptions' sentence vectors are
+flight (the next batch's files are decoded, their thumbnails made and the CNN's forward pass run,
+meanwhile in a second thread; nothing of it is stored ahead). Within a batch the descriptions' sentence vectors are
 encoded in a third thread while the chunks' image vectors are computed
 (`kira.knowledge_base.batch_encode`). The index files are checkpointed once at the end (the
 database holds every vector, so a crash before that is repaired on reopen without any model call).
@@ -129,7 +129,7 @@ def ingest(
     Raises ValueError for a missing folder, batch_size < 1 or max_pixels < 1.
 
     While one batch is encoded, stored and committed, the next one's files are read and decoded
-    (and their thumbnails made) in a second thread.
+    (their thumbnails made, the CNN's forward pass run: `prefetch_forward`) in a second thread.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}")
@@ -158,6 +158,7 @@ def ingest(
         (summary.unchanged.append(doc_id) if change is None else summary.skipped.append((str(path), change)))
 
     def load(part: list[tuple[Path, str]]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+        from kira.knowledge_base.batch_encode import prefetch_forward
         from kira.knowledge_base.writing import thumbnail_png
 
         items, bad = [], []
@@ -178,11 +179,12 @@ def ingest(
                 tags=tags_arg(tags(path)) if tags else (), metadata=dict(metadata(path)) if metadata else {},
                 source=str(path), sequence=None, view=None, digest=digest,
             ))
+        prefetch_forward(kb.models.image, [item["pixels"] for item in items])  # the CNN pass, ahead
         return items, bad
 
     parts = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     # The next batch's files are read and decoded in a second thread while this one encodes and stores the
-    # batch before; nothing is encoded ahead, so a crash loses at most the batch being encoded and stored.
+    # batch before (and their CNN pass run); nothing is stored ahead, so a crash loses at most the batch in flight.
     reader = ThreadPoolExecutor(1, thread_name_prefix="kira-ingest-read")
     try:
         ahead: Future[tuple[list[dict[str, Any]], list[tuple[str, str]]]] | None = (
