@@ -67,8 +67,8 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
     """Chunk, describe and encode `items` (mappings with ``doc_id``, ``pixels`` (uint8 RGB or None),
     ``caption``, ``tags`` and optionally ``passages`` and ``metadata``) with the model `stack` (module docstring).
     With `pieces_of`, each item's further texts (its text pieces: `PiecesOf`) are encoded in the same text
-    thread, as soon as the item is described, but those `stored(texts)` -> {text: vector} already holds
-    (another document's pieces); they and the chunk texts are in the result's ``encoded``.
+    thread once the batch's items are described, by length, but those `stored(texts)` -> {text: vector}
+    already holds (another document's pieces); they and the chunk texts are in the result's ``encoded``.
     Each item's doc id and metadata are checked first (`kira.knowledge_base.inputs.check_items`: ValueError or
     TypeError naming the problem; metadata is converted in place)."""
     from kira.knowledge_base.inputs import check_items
@@ -81,7 +81,7 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
         with ThreadPoolExecutor(1, thread_name_prefix="kira-encode-text") as pool:
             feed = _TextFeed(stack.text, pool)
             try:
-                for item in items:  # each image's texts go to the text thread as soon as it is described
+                for item in items:  # the images' texts go to the text thread as they are described
                     if item["pixels"] is None:
                         plans.append(None)
                         mine = [item["caption"] or "; ".join(item["tags"]) or item["doc_id"]]
@@ -106,7 +106,7 @@ def encode_batch(stack: Any, items: Sequence[Mapping[str, Any]], chunking: Chunk
                                                     out.read_lines.get(doc_id)))
                 feed.flush()
                 if out.pieces:  # once, by length: each encoder call then pads to about its own length
-                    feed.add(sorted({p for item_pieces in out.pieces for p in item_pieces}, key=len), stored)
+                    feed.add(sorted(dict.fromkeys(p for wanted in out.pieces for p in wanted), key=len), stored)
                     feed.flush()
                 out.visual = _visual_vectors(stack, plans)  # meanwhile the text thread encodes
             finally:
