@@ -145,3 +145,23 @@ def test_nothing_is_forwarded_ahead_when_the_cache_cannot_hold_two_batches(stack
     assert not prefetch_forward(stack.image, too_many)
     assert len(cnn._cache) == 0
     assert not prefetch_forward(stack.image, [])
+
+
+def test_a_forward_pass_ahead_that_fails_leaves_the_ingest_to_encode_the_batch_itself(tmp_path, stack, monkeypatch):
+    """The reader thread's CNN pass is an optimisation: when it raises, every image is still ingested."""
+    import kira.knowledge_base.batch_encode as batch_encode
+    from kira.knowledge_base import KnowledgeBase
+
+    tries = []
+
+    def broken(encoder, images):
+        tries.append(len(images))
+        raise RuntimeError("onnxruntime refused the batch")
+
+    monkeypatch.setattr(batch_encode, "prefetch_forward", broken)
+    folder = _folder(tmp_path / "images")
+    with KnowledgeBase.create(tmp_path / "kb", models=stack) as kb:
+        summary = kb.ingest(folder, batch_size=3)
+        assert tries == [3, 3, 2]
+        assert len(summary.added) == 8 and not summary.skipped
+        assert len(kb) == 8

@@ -179,7 +179,10 @@ def ingest(
                 tags=tags_arg(tags(path)) if tags else (), metadata=dict(metadata(path)) if metadata else {},
                 source=str(path), sequence=None, view=None, digest=digest,
             ))
-        prefetch_forward(kb.models.image, [item["pixels"] for item in items])  # the CNN pass, ahead
+        try:  # the CNN pass, ahead: only an optimisation, so what it meets the batch's own encoding handles
+            prefetch_forward(kb.models.image, [item["pixels"] for item in items])
+        except Exception as exc:  # noqa: BLE001 - a bad image fails (and is skipped) where the batch encodes
+            log.debug("forward pass ahead failed (%s); the batch encodes it itself", exc)
         return items, bad
 
     parts = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
