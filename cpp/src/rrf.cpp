@@ -29,32 +29,58 @@ void check_arguments(std::size_t n_rankings, const std::vector<double>& weights,
 }
 
 // id -> dense slot (0, 1, 2, ... in order of first insertion). Open addressing with linear
-// probing, power-of-two capacity, load <= 1/2. The empty key is -1, which is never stored.
+// probing, power-of-two capacity, load <= 1/2 (it doubles past that). The empty key is -1,
+// which is never stored.
 class SlotTable {
  public:
   explicit SlotTable(std::size_t expected) {
     unsigned bits = 4;
     while ((std::size_t{1} << bits) < 2 * expected) ++bits;
-    mask_ = (std::size_t{1} << bits) - 1;
-    shift_ = 64 - bits;  // Fibonacci hashing keeps the top bits
-    keys_.assign(mask_ + 1, -1);
-    slots_.resize(mask_ + 1);
+    resize(bits);
   }
 
   // The slot of key (!= -1); a new key gets the next slot and sets `added`.
   std::uint32_t slot(id_t key, bool& added) {
-    std::size_t h = static_cast<std::size_t>(
-        (static_cast<std::uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
+    std::size_t h = home(key);
     while (keys_[h] != -1 && keys_[h] != key) h = (h + 1) & mask_;
     added = keys_[h] == -1;
-    if (added) {
-      keys_[h] = key;
-      slots_[h] = size_++;
+    if (!added) return slots_[h];
+    if (2 * (std::size_t{size_} + 1) > mask_ + 1) {
+      grow();
+      h = home(key);
+      while (keys_[h] != -1) h = (h + 1) & mask_;
     }
-    return slots_[h];
+    keys_[h] = key;
+    slots_[h] = size_;
+    return size_++;
   }
 
  private:
+  std::size_t home(id_t key) const {
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(key) * 0x9E3779B97F4A7C15ull) >>
+                                    shift_);
+  }
+
+  void resize(unsigned bits) {
+    mask_ = (std::size_t{1} << bits) - 1;
+    shift_ = 64 - bits;  // Fibonacci hashing keeps the top bits
+    keys_.assign(mask_ + 1, -1);
+    slots_.assign(mask_ + 1, 0);
+  }
+
+  void grow() {
+    std::vector<id_t> keys = std::move(keys_);
+    std::vector<std::uint32_t> slots = std::move(slots_);
+    resize(static_cast<unsigned>(64 - shift_ + 1));
+    for (std::size_t j = 0; j < keys.size(); ++j) {
+      if (keys[j] == -1) continue;
+      std::size_t h = home(keys[j]);
+      while (keys_[h] != -1) h = (h + 1) & mask_;
+      keys_[h] = keys[j];
+      slots_[h] = slots[j];
+    }
+  }
+
   std::size_t mask_ = 0;
   unsigned shift_ = 0;
   std::uint32_t size_ = 0;
@@ -143,11 +169,10 @@ FusedRanking rrf_fuse_documents(const std::vector<DocumentRankingView>& rankings
     std::uint32_t last_ranking = 0;
   };
   SlotTable chunk_slots(total);
-  SlotTable document_slots(total);
+  SlotTable document_slots(0);  // documents are often far fewer than chunks: it grows as needed
   std::vector<Chunk> chunks;
   std::vector<Document> documents;
   chunks.reserve(total);
-  documents.reserve(total);
 
   for (std::size_t i = 0; i < rankings.size(); ++i) {
     const DocumentRankingView& r = rankings[i];
