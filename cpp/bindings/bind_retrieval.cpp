@@ -103,10 +103,39 @@ std::int64_t as_int(py::handle obj, const std::string& what) {
   return py::cast<std::int64_t>(py::reinterpret_borrow<py::object>(obj).attr("__index__")());
 }
 
+// One document array per ranking, parallel to its ids, or ValueError saying which one is off.
+std::vector<py::array_t<id_t>> document_arrays(py::handle documents,
+                                               const std::vector<RankingView>& rankings) {
+  if (py::isinstance<py::array>(documents) || !py::isinstance<py::sequence>(documents) ||
+      py::isinstance<py::str>(documents)) {
+    throw std::invalid_argument(
+        "documents must be None or a sequence of int64 1-d arrays, one per ranking");
+  }
+  auto seq = py::reinterpret_borrow<py::sequence>(documents);
+  if (seq.size() != rankings.size()) {
+    throw std::invalid_argument("documents has " + std::to_string(seq.size()) + " arrays for " +
+                                std::to_string(rankings.size()) +
+                                " rankings; pass one per ranking");
+  }
+  std::vector<py::array_t<id_t>> arrays;
+  for (std::size_t i = 0; i < rankings.size(); ++i) {
+    const std::string what = "documents[" + std::to_string(i) + "]";
+    arrays.push_back(checked_array<id_t>(seq[i], what, 1));
+    if (static_cast<std::size_t>(arrays.back().size()) != rankings[i].size) {
+      throw std::invalid_argument(what + " has " + std::to_string(arrays.back().size()) +
+                                  " entries for the " + std::to_string(rankings[i].size) +
+                                  " ids of rankings[" + std::to_string(i) +
+                                  "]; pass each id's document, in order");
+    }
+  }
+  return arrays;
+}
+
 void bind_rrf(py::module_& m) {
   m.def(
       "rrf_fuse",
-      [](py::object rankings, py::object weights, double k, py::object limit) {
+      [](py::object rankings, py::object weights, double k, py::object limit,
+         py::object documents) {
         if (py::isinstance<py::array>(rankings) &&
             py::reinterpret_borrow<py::array>(rankings).ndim() == 1) {
           throw std::invalid_argument(
@@ -141,14 +170,22 @@ void bind_rrf(py::module_& m) {
           lim = static_cast<std::size_t>(l);
         }
         FusedRanking fused;
-        {
+        if (documents.is_none()) {
           py::gil_scoped_release release;
           fused = kira::rrf_fuse(views, w, k, lim);
+        } else {
+          const auto docs = document_arrays(documents, views);
+          std::vector<DocumentRankingView> documented;
+          for (std::size_t j = 0; j < views.size(); ++j) {
+            documented.push_back(DocumentRankingView{views[j].ids, docs[j].data(), views[j].size});
+          }
+          py::gil_scoped_release release;
+          fused = kira::rrf_fuse_documents(documented, w, k, lim);
         }
         return py::make_tuple(to_numpy(std::move(fused.ids)), to_numpy(std::move(fused.scores)));
       },
       py::arg("rankings"), py::arg("weights") = py::none(), py::arg("k") = 60.0, py::kw_only(),
-      py::arg("limit") = py::none(),
+      py::arg("limit") = py::none(), py::arg("documents") = py::none(),
       R"doc(Weighted reciprocal rank fusion of ranked id lists.
 
 score(id) = sum over rankings i that contain id of weights[i] / (k + rank_i(id)), where
@@ -156,22 +193,34 @@ rank_i counts from 1 at the best (first) entry. An id repeated inside one rankin
 once, at its best (first) rank. Id -1 (the padding of index searches) is skipped, but its
 position still counts in the ranks.
 
+With documents (each id's document), a document counts once per ranking:
+S(D) = sum over rankings i listing a chunk of D of weights[i] / (k + rank of D among the
+distinct documents of ranking i, in order of first appearance; a ranking's padding takes one
+such rank, at its first -1), and each chunk c scores S(doc(c)) * s(c) / max s(c') over the
+fused chunks c' of doc(c), s being the score above; sorted by that score descending, ties in
+the order above (s descending, then the smaller id).
+
 Parameters
 ----------
 rankings : sequence of int64 1-d C-contiguous arrays, best first (may be empty).
 weights : None (all 1.0) or one finite weight >= 0 per ranking (KIRA: visual 0.6, text 0.4).
 k : the RRF constant, finite and > 0 (KIRA: 60).
 limit : keyword-only; None for every fused id, else at most this many (>= 0).
+documents : keyword-only; None (chunk by chunk), or one int64 1-d C-contiguous array per
+    ranking, parallel to its ids: each id's document id (>= 0), or -1 for a chunk that is a
+    document of its own (its document id is then its own id). The entry of a -1 id is ignored.
 
 Returns
 -------
-(ids int64 (n,), scores float64 (n,)) sorted by score descending, ties to the smaller id.
-Deterministic: each id's terms are summed in ranking order.
+(ids int64 (n,), scores float64 (n,)) sorted by score descending, ties to the smaller id
+(with documents: ties as above). Deterministic: each id's terms are summed in ranking order.
 
 Raises
-------
+-------
 ValueError: a ranking that is not an int64 1-d contiguous array, a weights length that
-differs from the number of rankings, a negative/NaN/inf weight, k <= 0, a negative limit.
+differs from the number of rankings, a negative/NaN/inf weight, k <= 0, a negative limit;
+documents that are not one int64 1-d contiguous array per ranking of its ranking's length,
+hold a value < -1, or give one chunk two different documents.
 
 Thread safety: pure function; the GIL is released while fusing.)doc");
 }

@@ -125,10 +125,15 @@ def rrf_fuse(
     k: float = 60,
     *,
     limit: int | None = None,
+    documents: Sequence[npt.NDArray[np.int64]] | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Weighted RRF: score = sum_i w_i / (k + rank_i), ranks from 1; an id repeated in one
     ranking counts once at its best rank; id -1 is skipped. Sorted by score desc, ties to
-    the smaller id. ValueError for non-int64 rankings, bad weights, k <= 0, limit < 0."""
+    the smaller id. documents (one int64 array per ranking, parallel to its ids; -1: the
+    chunk is its own document): each document counts once per ranking, at its rank among the
+    ranking's documents, and its chunks share its score in proportion to their own (ties in
+    the chunk-level order). ValueError for non-int64 rankings, bad weights, k <= 0, limit < 0,
+    documents not parallel to the rankings, < -1, or giving a chunk two documents."""
 
 class Hop:
     """One hop of residual_hops."""

@@ -80,3 +80,36 @@ def test_a_brighter_copy_of_the_moon_finds_the_moon_under_every_variant(tmp_path
             result = kira.ask(None, image=brighter, variant=variant, top_k=5, thumbnails=False)
             docs = list(dict.fromkeys(i.doc_id for i in result.evidence.items))
             assert docs[0] == "moon", (variant, docs)
+
+
+def test_real_asks_fuse_as_the_numpy_version_did(tmp_path, monkeypatch):
+    """Every fusion of real asks (captioned photos, image and text questions, each variant) equals the
+    numpy per-document fusion the core's rrf_fuse(documents=...) replaced (tests/fusion_reference.py)."""
+    from fusion_reference import numpy_per_document
+    from skimage_photos import CAPTIONS
+
+    from kira.models import load_default
+    from kira.retrieval import stages
+
+    calls = []
+
+    def recording(rankings, config, document_of=None):
+        fused = fuse(rankings, config, document_of)
+        kept = [r for r in rankings if len(r.ids) and r.weight > 0]
+        ids, scores = numpy_per_document([r.ids for r in kept], [r.weight for r in kept], config.rrf_k, document_of,
+                                         config.candidates)
+        calls.append((len(kept), fused, ids, (scores / scores[0]).astype(np.float32)))
+        return fused
+
+    monkeypatch.setattr(stages, "fuse", recording)
+    names = ("moon", "text", "clock", "page", "grass", "gravel", "camera", "coffee")
+    with captioned_kb(tmp_path / "kb", {n: CAPTIONS.get(n) for n in names}, models=load_default(image_encoder="pixel")) as kb:
+        kira = Kira(kb)
+        crop = skimage_rgb("coffee")[100:300, 150:450]
+        for variant in ("dual_path", "full"):
+            kira.ask("What does the clock show?", variant=variant, top_k=5, thumbnails=False)
+            kira.ask("What is in this picture?", image=crop, variant=variant, top_k=5, thumbnails=False)
+    assert calls and max(n for n, *_ in calls) > 2
+    for _, fused, ids, scores in calls:
+        assert fused.ids.tolist() == ids.tolist()
+        np.testing.assert_array_equal(fused.scores, scores)

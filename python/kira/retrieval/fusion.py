@@ -37,16 +37,16 @@ def fuse(rankings: Sequence[Ranking], config: RetrievalConfig,
     """Weighted RRF over every ranking (kira._core.rrf_fuse, k = config.rrf_k), scores scaled to top = 1.
 
     document_of: each chunk id's document (e.g. `KnowledgeBase.document_chunk_of`; -1: a chunk of its own);
-    then a document counts once per ranking (module docstring). None: chunk by chunk.
+    then a document counts once per ranking (module docstring; the core's `rrf_fuse(documents=...)`).
+    None: chunk by chunk.
     """
     rankings = [r for r in rankings if len(r.ids) and r.weight > 0]
     if not rankings:
         return Fused(np.zeros(0, np.int64), np.zeros(0, np.float32), {}, {})
     weights = [r.weight for r in rankings]
-    if document_of is None:
-        ids, scores = _core.rrf_fuse([r.ids for r in rankings], weights, config.rrf_k, limit=config.candidates)
-    else:
-        ids, scores = _per_document(rankings, weights, config, document_of)
+    documents = None if document_of is None else _documents(rankings, document_of)
+    ids, scores = _core.rrf_fuse([r.ids for r in rankings], weights, config.rrf_k, limit=config.candidates,
+                                 documents=documents)
     ids = np.asarray(ids, np.int64)
     # Paths and best cosine of the fused ids only (the rankings hold several times as many).
     paths: dict[int, list[str]] = {i: [] for i in ids.tolist()}
@@ -64,37 +64,14 @@ def fuse(rankings: Sequence[Ranking], config: RetrievalConfig,
     return Fused(ids, (scores / top).astype(np.float32), paths, cosine)
 
 
-def _per_document(rankings: Sequence[Ranking], weights: list[float], config: RetrievalConfig,
-                  document_of: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, scores) of the fused chunks, best first, with each document counted once per ranking."""
-    ids, chunk_scores = _core.rrf_fuse([r.ids for r in rankings], weights, config.rrf_k)
-    ids = np.asarray(ids, np.int64)
-    chunk_scores = np.asarray(chunk_scores, np.float64)
-    docs = _documents(ids, document_of)
-    doc_ids, doc_scores = _core.rrf_fuse([_first_of_each(_documents(r.ids, document_of)) for r in rankings],
-                                         weights, config.rrf_k)
-    doc_ids = np.asarray(doc_ids, np.int64)
-    order = np.argsort(doc_ids)
-    doc_score = np.asarray(doc_scores, np.float64)[order][np.searchsorted(doc_ids[order], docs)]
-    unique, slot = np.unique(docs, return_inverse=True)
-    best = np.zeros(len(unique), np.float64)
-    np.maximum.at(best, slot, chunk_scores)
-    share = np.divide(chunk_scores, best[slot], out=np.zeros_like(chunk_scores), where=best[slot] > 0)
-    scores = doc_score * share
-    keep = np.argsort(-scores, kind="stable")[: config.candidates]  # ties keep chunk-level RRF order
-    return ids[keep], scores[keep]
-
-
-def _documents(ids: np.ndarray, document_of: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """The document of each chunk id; an unknown chunk (-1) is a document of its own."""
-    docs = np.asarray(document_of(ids), np.int64)
-    return np.where(docs >= 0, docs, ids)
-
-
-def _first_of_each(values: np.ndarray) -> np.ndarray:
-    """`values` with repeats removed, in order of first appearance."""
-    _, first = np.unique(values, return_index=True)
-    return values[np.sort(first)]
+def _documents(rankings: Sequence[Ranking], document_of: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
+    """Each ranking's document ids, parallel to its ids (one `document_of` call for all of them)."""
+    ids = np.concatenate([r.ids for r in rankings])
+    docs = np.ascontiguousarray(document_of(ids), dtype=np.int64)
+    if docs.shape != ids.shape:
+        raise ValueError(f"document_of returned shape {docs.shape} for {len(ids)} chunk ids; "
+                         "it must return one document id (or -1) per chunk id")
+    return np.split(docs, np.cumsum([len(r.ids) for r in rankings])[:-1])
 
 
 def rerank(stack: ModelStack, question: str, fused: Fused, descriptions: dict[int, str], config: RetrievalConfig, n: int) -> bool:
