@@ -161,7 +161,8 @@ def ingest(
         from kira.knowledge_base.batch_encode import prefetch_forward
         from kira.knowledge_base.writing import thumbnail_png
 
-        items, bad = [], []
+        items: list[dict[str, Any]] = []
+        bad: list[tuple[str, str]] = []
         for path, doc_id in part:
             try:
                 digest = file_digest(path)
