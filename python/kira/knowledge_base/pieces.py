@@ -83,14 +83,14 @@ def item_pieces(item: Mapping[str, Any], plan: Any, texts: Sequence[str], *, pat
                            appearance=appearance)
 
 
-def encode_pieces(encoder: Any, pieces: Sequence[Sequence[str]], texts: Sequence[str],
-                  text: np.ndarray, stored: Any = None) -> list[tuple[list[str], np.ndarray]]:
+def encode_pieces(encoder: Any, pieces: Sequence[Sequence[str]], encoded: Mapping[str, np.ndarray],
+                  stored: Any = None) -> list[tuple[list[str], np.ndarray]]:
     """Per item, its distinct text `pieces` (`stored_pieces`, what the grounding verifier compares a claim
-    with) and their raw vectors: a piece that is one of the `texts` already encoded (rows of `text`) reuses
-    its row, one that another document already stores reuses that (`stored(texts)` -> {text: vector}, e.g.
-    `Store.stored_piece_texts`); the rest are encoded once each with `encoder` (once per batch, however
-    many items share it)."""
-    known = {t[:MAX_ENCODED_CHARS]: text[n] for n, t in enumerate(texts)}
+    with) and their raw vectors: a piece already `encoded` ({text (its first `MAX_ENCODED_CHARS`
+    characters): vector}, e.g. `EncodedBatch.encoded`) reuses that vector, one that another document
+    already stores reuses that (`stored(texts)` -> {text: vector}, e.g. `Store.stored_piece_texts`); the rest
+    are encoded once each with `encoder` (once per batch, however many items share it)."""
+    known = dict(encoded)
     per_item = [list(dict.fromkeys(item)) for item in pieces]
     if stored is not None:
         wanted = [p for item in per_item for p in item if p not in known]
@@ -100,7 +100,7 @@ def encode_pieces(encoder: Any, pieces: Sequence[Sequence[str]], texts: Sequence
     missing = sorted(dict.fromkeys(p for item in per_item for p in item if p not in known), key=len)
     if missing:
         known.update(zip(missing, encode_texts(encoder, missing)))
-    dim = int(text.shape[1]) if text.ndim == 2 else int(encoder.dim)
+    dim = int(encoder.dim)
     return [(item, np.array([known[p] for p in item], dtype=np.float32).reshape(len(item), dim))
             for item in per_item]
 
@@ -141,8 +141,7 @@ def fill_missing_pieces(storage: Storage, encoder: Any, *, patches: bool, batch:
             if doc is not None and doc.width > 0:  # an image: what it shows, as ingest stores it
                 per_doc[n] = with_shown(per_doc[n], shown_piece(doc.caption, doc.tags, prov.get("labels"),
                                                                 prov.get("text_read"), doc.metadata))
-        pieces = encode_pieces(encoder, per_doc, [], np.zeros((0, dim), np.float32),
-                               stored=(lambda wanted: reuse(wanted, dim)) if reuse else None)
+        pieces = encode_pieces(encoder, per_doc, {}, stored=(lambda wanted: reuse(wanted, dim)) if reuse else None)
         found = {doc_id: (texts, vectors) for doc_id, (texts, vectors) in zip(part, pieces) if texts}
         if found:
             storage.write_pieces(found)

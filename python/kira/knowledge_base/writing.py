@@ -126,9 +126,7 @@ def prepare_batch(stack: Any, items: Sequence[Mapping[str, Any]], *, config: Any
     texts, visual, text = batch.texts, batch.visual, batch.text
     dim = int(text.shape[1]) if text.ndim == 2 else int(stack.text.dim)
     if grounding.pieces_at_ingest:  # encoded in the text thread beside the image work; a piece too long for it here
-        known = list(batch.encoded)
-        pieces = encode_pieces(stack.text, batch.pieces, known,
-                               np.array([batch.encoded[t] for t in known], np.float32).reshape(len(known), dim))
+        pieces = encode_pieces(stack.text, batch.pieces, batch.encoded)
     else:  # filled later by store_text_pieces(); until then the verifier encodes what it meets
         pieces = [([], np.zeros((0, dim), np.float32)) for _ in items]
     image_identity = stack.identity().get("image") if hasattr(stack, "identity") else None
