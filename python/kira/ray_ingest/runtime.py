@@ -1,11 +1,13 @@
 """Starting and stopping Ray for kira's ingest jobs (kira[ray]).
 
 `start_ray` tries ``ray.init`` twice: on a loaded machine the raylet can miss Ray's fixed
-30 s start wait. `stop_ray` shuts Ray down and lets go of the handles of the processes Ray
-started: Ray kills them but can drop a ``subprocess.Popen`` before it has reaped the
-process, and Python then warns "subprocess N is still running" (a ResourceWarning about
-Ray's own children, which an application running with warnings as errors would see as a
-crash at some later, unrelated point). The warning is silenced for that shutdown only.
+30 s start wait. `stop_ray` shuts Ray down and reaps the processes this process's Ray node
+started: Ray kills them without waiting and drops their ``subprocess.Popen`` handles, and Python
+then warns "subprocess N is still running" whenever the garbage collector gets to a handle
+(a ResourceWarning about Ray's own children, which an application running with warnings as
+errors would see as a crash at some later, unrelated point). So the handles are taken before
+the shutdown and waited for after it (`_node_processes`), and the warning is silenced for that
+shutdown only.
 
 Ray's token authentication is process-wide state that outlives ``ray.shutdown``: a new local Ray
 (Ray 2.60) sets ``RAY_AUTH_MODE=token`` in this process's environment where it was unset, and
@@ -22,11 +24,13 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import subprocess
 import warnings
 from typing import Any
 
 log = logging.getLogger(__name__)
 AUTH_MODE = "RAY_AUTH_MODE"
+REAP_WAIT_S = 10.0  # how long `stop_ray` waits for each of Ray's killed processes before killing it itself
 _UNSET = object()
 _auth_before: list[Any] = []  # RAY_AUTH_MODE as it was before `start_ray` (or _UNSET), until `stop_ray` puts it back
 
@@ -53,9 +57,16 @@ def stop_ray(ray: Any) -> None:
     """``ray.shutdown()``, with the process handles Ray drops collected while its ResourceWarning is ignored;
     then the ``RAY_AUTH_MODE`` of before `start_ray` put back, and Ray's authentication settings read afresh
     (module docstring)."""
+    children = _node_processes(ray)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         ray.shutdown()
+        for child in children:  # killed by the shutdown; reaped here, not when a collector finds the handle
+            try:
+                child.wait(timeout=REAP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
         gc.collect()
     if _auth_before:
         before = _auth_before.pop()
@@ -64,6 +75,15 @@ def stop_ray(ray: Any) -> None:
         else:
             os.environ[AUTH_MODE] = before
     reload_auth_settings()
+
+
+def _node_processes(ray: Any) -> list[subprocess.Popen[Any]]:
+    """The ``Popen`` handles of the processes this process's Ray node started (none for a Ray that is not
+    running here, or one that keeps them elsewhere)."""
+    node = getattr(getattr(getattr(ray, "_private", None), "worker", None), "_global_node", None)
+    groups = getattr(node, "all_processes", None) or {}
+    return [info.process for infos in groups.values() for info in infos
+            if isinstance(getattr(info, "process", None), subprocess.Popen)]
 
 
 def reload_auth_settings() -> None:
