@@ -177,7 +177,7 @@ def test_the_answer_and_evidence_lead_and_diagnostics_follow() -> None:
     card = _full_card()
     text = card.to_text()
     assert text.index("Answer:") < text.index("Evidence (2):") < text.index("DIAGNOSTICS") < text.index("s_sim=")
-    assert text.index("DIAGNOSTICS") < text.index("score=0.910") and "score" not in text[: text.index("DIAGNOSTICS")]
+    assert text.index("DIAGNOSTICS") < text.index("fused=0.910") and "fused" not in text[: text.index("DIAGNOSTICS")]
     page = card.to_html()
     assert page.index("<h2>Answer</h2>") < page.index("data:image/png", page.index("<h2>Answer</h2>")) \
         < page.index("Diagnostics") < page.index("<h2>Claims</h2>")
@@ -195,3 +195,24 @@ def test_a_huge_summary_is_cut_on_the_card() -> None:
     assert line.endswith("more characters)") and len(line) < MAX_SUMMARY_CHARS + 100
     assert "more characters)" in page and "harbour " * 100 not in page and "y" * (MAX_SUMMARY_CHARS + 1) not in page
     assert len(text) < 10 * MAX_SUMMARY_CHARS and len(page) < 20 * MAX_SUMMARY_CHARS
+
+
+def test_match_labels_say_whether_each_item_answers_and_bad_matches_are_refused() -> None:
+    import dataclasses
+
+    from kira.explain.card import match_label
+
+    card = _full_card()
+    assert match_label(card, 1) == "" and card.to_dict()["evidence"][0]["match"] is None  # nothing judged
+    judged = dataclasses.replace(card, matches={1: 0.9}, near=())
+    assert match_label(judged, 1) == "matches the question 0.90"
+    assert match_label(judged, 2) == "not judged: nothing recorded says what it shows"
+    low = dataclasses.replace(card, matches={1: 0.2, 2: 0.31}, near=(2,))
+    assert match_label(low, 1) == "does not match the question"
+    assert match_label(low, 2) == "partly matches the question (0.31: a classifier label near it)"
+    assert "[Evidence 2] cxr-002 (partly matches the question" in low.to_text()
+    assert "<span class='match part'>partly matches" in low.to_html()
+    assert [e["match"] for e in low.to_dict()["evidence"]] == [0.2, 0.31] and validate(low.to_dict()) == []
+    for bad in ({1: 1.5}, {1: float("nan")}):
+        with pytest.raises(ValueError, match="matches must be in"):
+            dataclasses.replace(card, matches=bad)
