@@ -151,7 +151,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         from kira.explain.card import match_label
 
         for item in result.evidence.items:
-            said = match_label(result.card, item.number) or f"fused retrieval score {item.score:.3f}"
+            said = match_label(result.card, item) or f"fused retrieval score {item.score:.3f}"
             print(f"  [Evidence {item.number}] {item.doc_id} ({item.level}; {said})")
         for item in result.evidence.similar:
             print(f"  [Evidence {item.number}] {item.doc_id} ({item.level}; a similar case, another subject)")

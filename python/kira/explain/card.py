@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kira.reasoning.protocols import CriticDecision
-from kira.reasoning.types import Answer, EvidencePack
+from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 
 
 @dataclass
@@ -133,21 +133,39 @@ def notice(card: RationaleCard) -> tuple[str, str]:
     return "", ""
 
 
-def match_label(card: RationaleCard, number: int) -> str:
-    """What a reader needs beside evidence item `number`, where a retrieval score only ranks items: "matches the
-    question 0.98", "partly matches the question (0.31: a classifier label near it)", "does not match the
-    question", "not judged: nothing recorded says what it shows" (when other items were judged), or "" when the
-    verdict measured nothing (an image query, a question naming its subject)."""
-    if not card.matches:
+def match_label(card: RationaleCard, item: EvidenceItem) -> str:
+    """What a reader needs beside evidence `item`, where a retrieval score only ranks items.
+
+    For a question the relevance verdict judged (`card.matches`): "matches the question 0.98", "partly
+    matches the question (0.31: a classifier label near it)", "does not match the question", or "not judged:
+    nothing recorded says what it shows". For a query image the verdict did not measure: "the query image
+    shows this image (a copy, crop or mirror)" for the document it clearly shows (kira.retrieval.anchoring),
+    else "looks like the query image (cosine 0.61)" from the best raw cosine of the paths that found it (its
+    scale is the image encoder's). "" when nothing was measured."""
+    if card.matches:
+        r = card.matches.get(int(item.number))
+        if r is None:
+            return "not judged: nothing recorded says what it shows"
+        if r >= MATCH:
+            return f"matches the question {r:.2f}"
+        if int(item.number) in card.near:
+            return f"partly matches the question ({r:.2f}: a classifier label near it)"
+        return "does not match the question"
+    if card.query_image is None:
         return ""
-    r = card.matches.get(int(number))
-    if r is None:
-        return "not judged: nothing recorded says what it shows"
-    if r >= MATCH:
-        return f"matches the question {r:.2f}"
-    if int(number) in card.near:
-        return f"partly matches the question ({r:.2f}: a classifier label near it)"
-    return "does not match the question"
+    if "clear_match" in item.paths:
+        return "the query image shows this image (a copy, crop or mirror)"
+    cosine = (item.provenance or {}).get("cosine")
+    return f"looks like the query image (cosine {float(cosine):.2f})" if isinstance(cosine, (int, float)) else ""
+
+
+def match_kind(label: str) -> str:
+    """"yes", "part" or "no" for a `match_label` ("" for none): how a renderer marks it."""
+    if not label:
+        return ""
+    if label.startswith(("matches", "the query image shows")):
+        return "yes"
+    return "part" if label.startswith("partly") else "no"
 
 
 def confidence_line(card: RationaleCard) -> str:

@@ -158,10 +158,9 @@ def _evidence_block(item: EvidenceItem, label: str, css_class: str = "", match: 
 
 
 def _match_tag(match: str) -> str:
-    if not match:
-        return ""
-    kind = "yes" if match.startswith("matches") else ("part" if match.startswith("partly") else "no")
-    return f" <span class='match {kind}'>{_e(match)}</span>"
+    from kira.explain.card import match_kind
+
+    return f" <span class='match {match_kind(match)}'>{_e(match)}</span>" if match else ""
 
 
 def described(item: EvidenceItem) -> str:
@@ -232,7 +231,7 @@ def to_html(card: RationaleCard) -> str:
     conf = f"<div class='muted'>{_e(line)}</div>" if line else ""
     parts.append(f"<div class='box answer'>{linked(card.answer.text)}{conf}</div>")
     parts.append(f"<h2>Evidence ({len(card.pack.items)})</h2>")
-    parts += [_evidence_block(i, f"[Evidence {i.number}]", match=match_label(card, i.number))
+    parts += [_evidence_block(i, f"[Evidence {i.number}]", match=match_label(card, i))
               for i in card.pack.items] or [
         "<div class='box'><i>no evidence</i></div>"]
     if card.pack.similar:

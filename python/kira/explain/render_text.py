@@ -83,7 +83,7 @@ def to_text(card: RationaleCard) -> str:
     lines += ["", f"Evidence ({len(card.pack.items)}):"]
     from kira.explain.card import match_label
 
-    lines += [_evidence_plain(i, match_label(card, i.number)) for i in card.pack.items] or ["  (none)"]
+    lines += [_evidence_plain(i, match_label(card, i)) for i in card.pack.items] or ["  (none)"]
     if card.pack.similar:
         lines += ["", f"Similar cases: other subjects than {card.pack.subject or 'the one asked about'}, "
                       f"for comparison only ({len(card.pack.similar)}):"]
