@@ -205,18 +205,21 @@ def test_match_labels_say_whether_each_item_answers_and_bad_matches_are_refused(
     card = dataclasses.replace(_full_card(), query_image=None)
     first, second = card.pack.items
     assert match_label(card, first) == "" and card.to_dict()["evidence"][0]["match"] is None  # nothing judged
-    judged = dataclasses.replace(card, matches={1: 0.9}, near=())
+    def judged_as(matches, near=()):
+        return dataclasses.replace(card, pack=dataclasses.replace(card.pack, matches=matches), near=near)
+
+    judged = judged_as({1: 0.9})
     assert match_label(judged, first) == "matches the question 0.90" and match_kind(match_label(judged, first)) == "yes"
     assert match_label(judged, second) == "not judged: nothing recorded says what it shows"
-    low = dataclasses.replace(card, matches={1: 0.2, 2: 0.31}, near=(2,))
+    low = judged_as({1: 0.2, 2: 0.31}, near=(2,))
     assert match_label(low, first) == "does not match the question"
     assert match_label(low, second) == "partly matches the question (0.31: a classifier label near it)"
     assert "[Evidence 2] cxr-002 (partly matches the question" in low.to_text()
     assert "<span class='match part'>partly matches" in low.to_html()
     assert [e["match"] for e in low.to_dict()["evidence"]] == [0.2, 0.31] and validate(low.to_dict()) == []
-    for bad in ({1: 1.5}, {1: float("nan")}):
-        with pytest.raises(ValueError, match="matches must be in"):
-            dataclasses.replace(card, matches=bad)
+    for bad in ({1: 1.5}, {1: float("nan")}, {7: 0.5}):  # out of [0, 1], NaN, not an item's number
+        with pytest.raises(ValueError, match="matches must map item numbers to"):
+            judged_as(bad)
 
 
 def test_for_a_query_image_the_card_says_which_item_it_shows_and_how_alike_the_rest_look() -> None:

@@ -12,7 +12,7 @@ Explainability completeness (DomainVQA-R) is `completeness()`: the fraction of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -41,10 +41,6 @@ class RationaleCard:
         converted), or None when no critic ran.
     timings: stage name -> milliseconds.
     config: a summary of the settings that produced the answer (JSON-able values).
-    matches: evidence number -> how far what that item shows matches the question, in [0, 1] (the
-        relevance verdict's r_i, kira.reasoning.relevance; 0.5 and above answers it). Items the verdict
-        did not measure (an image query, an item with nothing recorded) are absent. The retrieval
-        ``score`` ranks items; this says whether they answer.
     near: evidence numbers whose classifier label is near the question though below `MATCH` (the answer
         is then given with low confidence: ``Relevance.near``).
     """
@@ -60,7 +56,6 @@ class RationaleCard:
     critic: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
-    matches: dict[int, float] = field(default_factory=dict)
     near: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -71,15 +66,19 @@ class RationaleCard:
         self.expansions = [str(e) for e in (self.expansions or [])]
         self.timings = dict(self.timings or {})
         self.config = dict(self.config or {})
-        self.matches = {int(n): float(r) for n, r in dict(self.matches or {}).items()}
         self.near = tuple(int(n) for n in self.near or ())
-        if any(not 0.0 <= r <= 1.0 for r in self.matches.values()):
-            raise ValueError(f"matches must be in [0, 1]; got {self.matches}")
         if self.query_image is not None:
             image = np.asarray(self.query_image)
             if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
                 raise ValueError(f"query_image must be uint8 RGB (h, w, 3); got {image.dtype} {image.shape}")
             self.query_image = image
+
+    @property
+    def matches(self) -> Mapping[int, float]:
+        """Evidence number -> how far what that item shows matches the question (`EvidencePack.matches`: the
+        relevance verdict's r_i; 0.5 and above answers it); items not judged are absent. The retrieval
+        ``score`` ranks items; this says whether they answer."""
+        return self.pack.matches
 
     def completeness(self) -> float:
         """Fraction of `REQUIRED_FIELDS` present and non-empty (1.0 = fully explained)."""

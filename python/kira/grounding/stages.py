@@ -128,6 +128,8 @@ class Generate:
         verdict = judge(ctx, state, pack)
         if verdict is not None and verdict.relevant:
             pack, verdict = relevant_first(pack, verdict)
+        if verdict is not None and verdict.items:
+            pack = dataclasses.replace(pack, matches=dict(verdict.items))  # each vote weighs how far it answers
         note = {"relevance": relevance_note(verdict)} if verdict is not None else {}
         if verdict is not None and not verdict.relevant and pack.items:
             return state.evolve(pack=pack, relevance=verdict, answer=abstention(state, pack, verdict), trace=note)

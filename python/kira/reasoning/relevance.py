@@ -24,7 +24,8 @@ it, so the same rule holds for a caption, a list of ImageNet labels or OCR words
 model retrieved the item. The best item is, among the items with r_i >= 0.5, the one whose
 source is surest (the largest support_i, below: a caption before a classifier's guess, a label
 of p 0.99 before one of p 0.38; within `SUREST_TIE` the first in retrieval order, which has
-already weighed how near each is); when no item has r_i >= 0.5, the one with the largest
+already weighed how near each is, among those that clearly match, r_i >= `CLEAR_MATCH`: a caption
+just over the line, r 0.54, does not lead one that clearly matches, r 0.99); when no item has r_i >= 0.5, the one with the largest
 r_i * support_i; the answer's relevance r is its r_i, and the evidence is irrelevant (the
 answer abstains) when r < 0.5.
 
@@ -121,6 +122,8 @@ LABEL_MATCH_Z = 3.5  # v below which a label-only item does not match the questi
 NEAR_LABEL_Z = 5.0  # v at which a label-only item is near the question (graded decision; module docstring)
 NOT_A_MATCH = 0.49  # r of an item the vocabulary test rules out: just under the abstention point
 SUREST_TIE = 0.01  # supports (or r x support) closer than this tie: retrieval order decides
+CLEAR_MATCH = 0.73  # r one logit above the abstention point (z = ABSTAIN_Z + Z_SCALE): a clear match, not one
+# just over the line; of equally sure matches a clear one leads (module docstring)
 
 _VOCABULARY_VECTORS: dict[tuple[object, tuple[str, ...]], np.ndarray] = {}
 NAMED_GAP_Z = 3.0  # ... and only when the vocabulary's name nearest the question stands this much higher
@@ -185,14 +188,18 @@ def _sigmoid(x: float) -> float:
 
 
 def _surest(scores: Sequence[float], supports: Sequence[float]) -> int:
-    """Index of the item that most surely shows what was asked: among the matches (r >= 0.5) the first in
-    retrieval order whose support is within `SUREST_TIE` of the largest (which match is nearest the question
-    retrieval has already weighed; r near 1 says little more); when none matches, the same by r x support."""
+    """Index of the item that most surely shows what was asked: among the matches (r >= 0.5) whose support
+    is within `SUREST_TIE` of the largest, the first in retrieval order that clearly matches (r >=
+    `CLEAR_MATCH`), else the first (which of several clear matches is nearest the question retrieval has
+    already weighed, and r near 1 says little more; but an item just over the line does not lead one that
+    clearly matches); when none matches, the first whose r x support is within `SUREST_TIE` of the largest."""
     matches = [m for m, r in enumerate(scores) if r >= 0.5]
-    pool = matches or list(range(len(scores)))
-    sure = {m: supports[m] if matches else scores[m] * supports[m] for m in pool}
-    top = max(sure.values())
-    return next(m for m in pool if sure[m] >= top - SUREST_TIE)
+    if not matches:
+        sure = [r * support for r, support in zip(scores, supports)]
+        return next(m for m, v in enumerate(sure) if v >= max(sure) - SUREST_TIE)
+    top = max(supports[m] for m in matches)
+    surest = [m for m in matches if supports[m] >= top - SUREST_TIE]
+    return next((m for m in surest if scores[m] >= CLEAR_MATCH), surest[0])
 
 
 class RelevanceJudge:

@@ -8,9 +8,11 @@ applies. The generator answers with the *content the top evidence agrees on*:
 
 1. Each item's text is split into statements (kira.reasoning.sentences); bookkeeping is
    set aside (documents that state only bookkeeping abstain).
-2. Each statement gets a support: the share of the score-weighted evidence that states it
+2. Each statement gets a support: the share of the weighted evidence that states it
    too (same shape: stem Jaccard >= 0.65 with values as one placeholder, or differing
-   only in the profile's position words), one vote per document at its best score; plus
+   only in the profile's position words), one vote per document at its best weight (its
+   retrieval score times, where the relevance verdict judged it, how far it matches the
+   question: `EvidencePack.matches`); plus
    half the share of the question's content words it contains; plus 1 when the question
    asks for a comparison (a profile comparison word) and the statement reports a change
    (a profile change word) that is new in some document. For a question asking no
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
@@ -70,11 +72,16 @@ def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
     return any(plain <= stems_of(c.text) or stems_of(c.text) <= words for c in chosen)
 
 
-def _weights(items: tuple[EvidenceItem, ...]) -> dict[int, float]:
-    """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank."""
+def _weights(items: tuple[EvidenceItem, ...], matches: Mapping[int, float]) -> dict[int, float]:
+    """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank; times how far
+    the item matches the question where the relevance verdict judged it (`EvidencePack.matches`), so an item
+    just over the line (r 0.54) does not outvote one that clearly answers (r 0.99) by a retrieval score 2% higher,
+    nor one that does not match at all by its rank."""
     if any(item.score > 0 for item in items):
-        return {item.number: max(item.score, 0.0) for item in items}
-    return {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
+        base = {item.number: max(item.score, 0.0) for item in items}
+    else:
+        base = {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
+    return {n: w * matches.get(n, 1.0) for n, w in base.items()}
 
 
 @dataclass
@@ -143,10 +150,11 @@ class TemplateGenerator:
             return text_of(item) if not view.written else view.written
         return view.looks_text() if appearance else ""
 
-    def _candidates(self, question: str, items: tuple[EvidenceItem, ...]) -> tuple[list[_Candidate], list[str]]:
+    def _candidates(self, question: str, items: tuple[EvidenceItem, ...], matches: Mapping[int, float]
+                    ) -> tuple[list[_Candidate], list[str]]:
         vocab = self.vocab
         appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
-        weights = _weights(items)
+        weights = _weights(items, matches)
         order = sorted(items, key=lambda i: (-weights[i.number], i.number))
         candidates: list[_Candidate] = []
         metadata: list[str] = []
@@ -239,12 +247,29 @@ class TemplateGenerator:
         text = consensus_text(base, agreed, ranges=ranges)
         return text or cand.text
 
-    def _agree_on_positions(self, chosen: list[_Candidate], items: tuple[EvidenceItem, ...], trace: list[str]) -> None:
+    @staticmethod
+    def _led_by_best(candidates: list[_Candidate], first: EvidenceItem, matches: Mapping[int, float],
+                     trace: list[str]) -> list[_Candidate]:
+        """`candidates` with the best one that `first` states first, when the relevance verdict found `first`
+        matches the question (the Generate stage puts the item the answer's confidence is measured on first:
+        kira.grounding.answer_relevance.relevant_first): the answer leads with what that item states, not with
+        a statement whose witnesses' retrieval scores or shared words with the question add up to more."""
+        if matches.get(first.number, 0.0) < 0.5:
+            return candidates
+        lead = next((c for c in candidates if first in c.sources and not c.history), None)
+        if lead is None or lead is candidates[0]:
+            return candidates
+        trace.append(f"Led with what [Evidence {first.number}] states: of the items that match the question it most "
+                     "surely shows what was asked, and the answer's confidence is measured on it.")
+        return [lead, *(c for c in candidates if c is not lead)]
+
+    def _agree_on_positions(self, chosen: list[_Candidate], items: tuple[EvidenceItem, ...], trace: list[str],
+                            matches: Mapping[int, float]) -> None:
         """Leave out of every chosen claim the position words its witnesses, over all the chosen claims,
         do not agree on (kira.reasoning.position_agreement)."""
         if not self.vocab.position_axes:
             return
-        weights = _weights(items)
+        weights = _weights(items, matches)
         weight_of: dict[str, float] = {}
         for item in items:
             w = witness(item)
@@ -285,7 +310,9 @@ class TemplateGenerator:
         trace.append(
             f"Considered {len(pool)} evidence item(s): "
             + "; ".join(
-                f"[Evidence {i.number}] {i.doc_id} ({i.level}, score {i.score:.3f}, via {'+'.join(i.paths) or '-'})"
+                f"[Evidence {i.number}] {i.doc_id} ({i.level}, score {i.score:.3f}"
+                + (f", matches the question {pack.matches[i.number]:.2f}" if i.number in pack.matches else "")
+                + f", via {'+'.join(i.paths) or '-'})"
                 for i in pool
             )
             + "."
@@ -293,15 +320,16 @@ class TemplateGenerator:
         first = pool[0]  # the pack's order is the order to read it in (best first)
         if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
             return self._from_fields(question, first, trace)
-        candidates, metadata = self._candidates(question, pool)
+        candidates, metadata = self._candidates(question, pool, pack.matches)
         if metadata:
             trace.append("Set aside as bookkeeping: " + "; ".join(metadata[:6]) + ".")
         if not candidates:
             # Only bookkeeping: fall back to the best item's text as written.
-            best = max(pool, key=lambda i: (i.score, -i.number))
+            best = max(pool, key=lambda i: (i.score * pack.matches.get(i.number, 1.0), -i.number))
             candidates = [_Candidate(text_of(best).rstrip("."), stems_of(text_of(best)), [best], support=1.0)]
         trace.append(
-            "What the evidence states, by score-weighted support: "
+            ("What the evidence states, by support weighted by score and match: " if pack.matches else
+             "What the evidence states, by score-weighted support: ")
             + "; ".join(
                 f"'{c.text}' from {format_citation(_numbers(c.sources))} (support {c.support:.0%}"
                 + (f", matches {c.relevance:.0%} of the question's terms" if c.relevance else "")
@@ -311,6 +339,7 @@ class TemplateGenerator:
             )
             + "."
         )
+        candidates = self._led_by_best(candidates, first, pack.matches, trace)
         top = candidates[0]
         chosen = [top]
         comparison = is_comparison(question, self.vocab)
@@ -324,7 +353,7 @@ class TemplateGenerator:
                 chosen.append(cand)  # a comparison: another state of the same compound document complements it
             elif top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
                 chosen.append(cand)
-        self._agree_on_positions(chosen, pool, trace)
+        self._agree_on_positions(chosen, pool, trace, pack.matches)
         agreeing = sorted({i.number for c in chosen for i in c.sources})
         if len(agreeing) > 1:
             trace.append(f"Agreement: {format_citation(agreeing)} state the chosen content.")

@@ -112,6 +112,9 @@ class EvidencePack:
     subject's evidence and ``similar`` the evidence about other subjects, numbered after
     ``items``: it may be cited only by the answer's similar-case claims (`Answer.similar`),
     never by a claim about the subject (kira.reasoning.subject). ``subject`` names it.
+    ``matches`` says, for the items the relevance verdict judged, how far what each shows matches the
+    question (its r_i in [0, 1], kira.reasoning.relevance; 0.5 and above answers it): the Generate stage
+    sets it, a generator weighs each item's vote by it, and cards show it. Empty when nothing was judged.
     """
 
     question: str
@@ -119,6 +122,7 @@ class EvidencePack:
     dropped: tuple[EvidenceItem, ...] = ()
     similar: tuple[EvidenceItem, ...] = ()
     subject: str = ""
+    matches: Mapping[int, float] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "question", "" if self.question is None else str(self.question))
@@ -130,6 +134,11 @@ class EvidencePack:
             raise ValueError(f"EvidencePack items must be numbered from 1 (use EvidencePack.from_items); got {numbers}")
         if len(set(numbers)) != len(numbers):
             raise ValueError(f"EvidencePack item numbers must be unique; got {numbers}")
+        matches = {int(n): float(r) for n, r in dict(self.matches or {}).items()}
+        if any(not 0.0 <= r <= 1.0 for r in matches.values()) or not set(matches) <= {i.number for i in self.items}:
+            raise ValueError(f"EvidencePack matches must map item numbers to [0, 1]; got {matches} for items "
+                             f"{[i.number for i in self.items]}")
+        object.__setattr__(self, "matches", matches)
 
     @classmethod
     def from_items(
