@@ -81,7 +81,7 @@ class MilvusStorage(StoredBridge):
                token: str = "") -> MilvusStorage:
         """A new, empty knowledge base with `settings`, open for writing. ValueError where it (or a non-empty
         local directory) exists; ImportError naming ``kira[milvus]``; ConnectionError naming the uri."""
-        from kira.knowledge_base.milvus.schema import connect
+        from kira.knowledge_base.milvus.connection import connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
@@ -107,7 +107,7 @@ class MilvusStorage(StoredBridge):
     @classmethod
     def exists(cls, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "") -> bool:
         """Whether a knowledge base of this name is at `uri` (or, without one, in the directory)."""
-        from kira.knowledge_base.milvus.schema import close_client, connect
+        from kira.knowledge_base.milvus.connection import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
@@ -125,7 +125,7 @@ class MilvusStorage(StoredBridge):
         is none, where it is not a kira knowledge base or was written by a newer kira; for writing,
         `WriterLeaseHeld`, a ValueError naming the writer, where another one holds it: milvus.lease)."""
         from kira.knowledge_base.milvus.orphans import recover
-        from kira.knowledge_base.milvus.schema import connect
+        from kira.knowledge_base.milvus.connection import connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None and not (local / LITE_FILE).exists():
@@ -399,7 +399,7 @@ class MilvusStorage(StoredBridge):
     def close(self) -> None:
         """Close the client; the last client of a Milvus Lite file in this process releases the file, so
         another process can open the knowledge base next. Safe to call twice."""
-        from kira.knowledge_base.milvus.schema import close_client
+        from kira.knowledge_base.milvus.connection import close_client
 
         if self.records is None:
             return
@@ -412,7 +412,7 @@ class MilvusStorage(StoredBridge):
 
     def drop(self) -> None:
         """Delete the knowledge base from Milvus (its chunk, terms, settings and ordinal collections), and close."""
-        from kira.knowledge_base.milvus.schema import close_client
+        from kira.knowledge_base.milvus.connection import close_client
 
         self._keep_lease()
         if self.lease is not None:
