@@ -148,8 +148,13 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         _write(_render(result.card, args.card), args.out)
     else:
         print(result.answer.text)
+        from kira.explain.card import match_label
+
         for item in result.evidence.items:
-            print(f"  [Evidence {item.number}] {item.doc_id} ({item.level}, score {item.score:.3f})")
+            said = match_label(result.card, item) or f"fused retrieval score {item.score:.3f}"
+            print(f"  [Evidence {item.number}] {item.doc_id} ({item.level}; {said})")
+        for item in result.evidence.similar:
+            print(f"  [Evidence {item.number}] {item.doc_id} ({item.level}; a similar case, another subject)")
     return 0
 
 

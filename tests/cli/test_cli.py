@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -52,6 +53,11 @@ def test_ask_text_image_and_cards(built):
     root, kb, _ = built
     out = _kira("ask", kb, "the blue sea").stdout
     assert "[Evidence 1]" in out and "sea" in out
+    assert "[Evidence 2] sunset (document; a similar case, another subject)" in out, out  # cited above, so listed
+    # each item says whether it matches the question; a retrieval score only where nothing was judged
+    out = _kira("ask", kb, "the ocean", "--variant", "dual_path").stdout
+    assert re.search(r"\[Evidence 1\] sea \((?:document|region); matches the question \d\.\d\d\)", out), out
+    assert "(document; does not match the question)" in out, out
     card = json.loads(_kira("ask", kb, "the blue sea", "--card", "json", "--variant", "dual_path",
                             "--levels", "document").stdout)
     assert card["variant"] == "dual_path" and card["evidence"]

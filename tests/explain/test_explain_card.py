@@ -177,7 +177,7 @@ def test_the_answer_and_evidence_lead_and_diagnostics_follow() -> None:
     card = _full_card()
     text = card.to_text()
     assert text.index("Answer:") < text.index("Evidence (2):") < text.index("DIAGNOSTICS") < text.index("s_sim=")
-    assert text.index("DIAGNOSTICS") < text.index("score=0.910") and "score" not in text[: text.index("DIAGNOSTICS")]
+    assert text.index("DIAGNOSTICS") < text.index("fused=0.910") and "fused" not in text[: text.index("DIAGNOSTICS")]
     page = card.to_html()
     assert page.index("<h2>Answer</h2>") < page.index("data:image/png", page.index("<h2>Answer</h2>")) \
         < page.index("Diagnostics") < page.index("<h2>Claims</h2>")
@@ -195,3 +195,38 @@ def test_a_huge_summary_is_cut_on_the_card() -> None:
     assert line.endswith("more characters)") and len(line) < MAX_SUMMARY_CHARS + 100
     assert "more characters)" in page and "harbour " * 100 not in page and "y" * (MAX_SUMMARY_CHARS + 1) not in page
     assert len(text) < 10 * MAX_SUMMARY_CHARS and len(page) < 20 * MAX_SUMMARY_CHARS
+
+
+def test_match_labels_say_whether_each_item_answers_and_bad_matches_are_refused() -> None:
+    import dataclasses
+
+    from kira.explain.card import match_kind, match_label
+
+    card = dataclasses.replace(_full_card(), query_image=None)
+    first, second = card.pack.items
+    assert match_label(card, first) == "" and card.to_dict()["evidence"][0]["match"] is None  # nothing judged
+    judged = dataclasses.replace(card, matches={1: 0.9}, near=())
+    assert match_label(judged, first) == "matches the question 0.90" and match_kind(match_label(judged, first)) == "yes"
+    assert match_label(judged, second) == "not judged: nothing recorded says what it shows"
+    low = dataclasses.replace(card, matches={1: 0.2, 2: 0.31}, near=(2,))
+    assert match_label(low, first) == "does not match the question"
+    assert match_label(low, second) == "partly matches the question (0.31: a classifier label near it)"
+    assert "[Evidence 2] cxr-002 (partly matches the question" in low.to_text()
+    assert "<span class='match part'>partly matches" in low.to_html()
+    assert [e["match"] for e in low.to_dict()["evidence"]] == [0.2, 0.31] and validate(low.to_dict()) == []
+    for bad in ({1: 1.5}, {1: float("nan")}):
+        with pytest.raises(ValueError, match="matches must be in"):
+            dataclasses.replace(card, matches=bad)
+
+
+def test_for_a_query_image_the_card_says_which_item_it_shows_and_how_alike_the_rest_look() -> None:
+    import dataclasses
+
+    from kira.explain.card import match_label
+
+    card = _full_card()  # a query image, no relevance verdict
+    shown_item = dataclasses.replace(card.pack.items[0], paths=("visual", "clear_match"))
+    alike = dataclasses.replace(card.pack.items[1], provenance={"cosine": 0.6123})
+    assert match_label(card, shown_item) == "the query image shows this image (a copy, crop or mirror)"
+    assert match_label(card, alike) == "looks like the query image (cosine 0.61)"
+    assert match_label(card, card.pack.items[1]) == ""  # nothing measured: nothing said

@@ -146,3 +146,26 @@ def test_the_card_hop_chain_names_documents_not_chunk_ids(kira, kb):
     assert result.card.hops and all(set(h["documents"]) <= set(PHOTOS) for h in result.card.hops)
     chain = result.card.to_html().split("hop chain")[1].split("stop reason")[0]
     assert "IMG_100" in chain and not any(f": {i}" in chain for h in result.card.hops for i in h["ids"])
+
+
+def test_each_evidence_item_says_whether_it_matches_the_question_not_only_its_rank(kira):
+    """A retrieval score only ranks (the first is 1.000 whatever it shows): beside each item the card says
+    whether what it shows matches the question, in the text, JSON and HTML cards alike."""
+    coffee = kira.ask("a cup of coffee", top_k=3, variant="dual_path")
+    brick = kira.ask("a brick wall", top_k=3)
+    assert coffee.card.matches[1] >= 0.5 and coffee.evidence.items[0].doc_id == "IMG_1001"
+    assert brick.card.matches and all(r < 0.5 for r in brick.card.matches.values())
+    assert "[Evidence 1] IMG_1001 (matches the question 0." in coffee.card.to_text()
+    plain = brick.card.to_text().split("DIAGNOSTICS")[0]
+    assert plain.count("(does not match the question)") == len(brick.evidence.items)
+    data = json.loads(brick.card.to_json())
+    assert [e["match"] for e in data["evidence"]] == [brick.card.matches[i.number] for i in brick.evidence.items]
+    assert "<span class='match no'>does not match the question</span>" in brick.card.to_html()
+
+
+def test_the_abstention_cites_the_evidence_number_of_each_closest_item(kira):
+    """The closest items are named closest in meaning first, which need not be the card's order."""
+    result = kira.ask("a brick wall", top_k=3)
+    named = re.findall(r"(IMG_\d+) \([^)]*\) \[Evidence (\d)\]", result.answer.text)
+    assert named, result.answer.text
+    assert all(result.evidence.items[int(n) - 1].doc_id == doc for doc, n in named)

@@ -62,12 +62,14 @@ def test_field_sentences_read_as_a_person_would_write_them():
     other = _item(2, "IMG_1002", tags=["brick"])
     assert abstention_text("a violin", [item, other, item]) == (
         "Nothing in this knowledge base matches 'a violin'; the closest items are IMG_1001 (labelled "
-        "'space shuttle', p 0.62) and IMG_1002 (tagged 'brick').")
+        "'space shuttle', p 0.62) [Evidence 1] and IMG_1002 (tagged 'brick') [Evidence 2].")
+    # named closest in meaning first, each cites its own number, not its place in the sentence
+    assert "are IMG_1002 (tagged 'brick') [Evidence 2] and IMG_1001" in abstention_text("a violin", [other, item])
     assert abstention_text("", [], image_query=True) == "Nothing in this knowledge base matches the query image."
     # the closest items known only by classifier labels: the answer says how little "nothing matches" rests on
     assert abstention_text("a rocket", [item]) == (
         "Nothing in this knowledge base matches 'a rocket'; the closest item is IMG_1001 (labelled 'space shuttle', "
-        "p 0.62). It has no caption: kira knows it only by an image classifier's labels, which may not name what it "
+        "p 0.62) [Evidence 1]. It has no caption: kira knows it only by an image classifier's labels, which may not name what it "
         "shows.")
     labelled = _item(2, "IMG_1002", labels=[{"label": "obelisk", "p": 0.5}])
     assert abstention_text("a rocket", [item, labelled]).endswith(

@@ -206,8 +206,10 @@ def test_ask_reports_confidence_and_abstains_when_nothing_matches(reader):
     # not "coffee": a document's id holds it, so that question names the document and its relevance is not measured
     body = reader.client.post("/ask", json={"question": "a cup on a saucer", "top_k": 3, "variant": "dual_path"}).json()
     assert body["abstained"] is False and 0.5 < body["confidence"] <= 1 and body["generator"] == "template"
+    assert body["evidence"][0]["match"] >= 0.5  # what the first item shows matches the question
     none = reader.client.post("/ask", json={"question": "a violin on a stage", "top_k": 3, "card": "json"}).json()
     assert none["abstained"] is True and none["answer"].startswith("Nothing in this knowledge base matches")
+    assert all(e["match"] is None or e["match"] < 0.5 for e in none["evidence"]) and none["evidence"][0]["match"] is not None
     assert none["card"]["notice"]["kind"] == "nomatch" and none["card"]["answer"]["abstained"] is True
     bad = reader.client.post("/ask", json={"question": "a cup of coffee", "generator": "gpt"})
     assert bad.status_code == 422

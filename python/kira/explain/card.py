@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kira.reasoning.protocols import CriticDecision
-from kira.reasoning.types import Answer, EvidencePack
+from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 
 
 @dataclass
@@ -41,6 +41,12 @@ class RationaleCard:
         converted), or None when no critic ran.
     timings: stage name -> milliseconds.
     config: a summary of the settings that produced the answer (JSON-able values).
+    matches: evidence number -> how far what that item shows matches the question, in [0, 1] (the
+        relevance verdict's r_i, kira.reasoning.relevance; 0.5 and above answers it). Items the verdict
+        did not measure (an image query, an item with nothing recorded) are absent. The retrieval
+        ``score`` ranks items; this says whether they answer.
+    near: evidence numbers whose classifier label is near the question though below `MATCH` (the answer
+        is then given with low confidence: ``Relevance.near``).
     """
 
     question: str | None
@@ -54,6 +60,8 @@ class RationaleCard:
     critic: dict[str, Any] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    matches: dict[int, float] = field(default_factory=dict)
+    near: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         # Accept the pipeline's raw objects too: a CriticDecision, hop objects with attributes.
@@ -63,6 +71,10 @@ class RationaleCard:
         self.expansions = [str(e) for e in (self.expansions or [])]
         self.timings = dict(self.timings or {})
         self.config = dict(self.config or {})
+        self.matches = {int(n): float(r) for n, r in dict(self.matches or {}).items()}
+        self.near = tuple(int(n) for n in self.near or ())
+        if any(not 0.0 <= r <= 1.0 for r in self.matches.values()):
+            raise ValueError(f"matches must be in [0, 1]; got {self.matches}")
         if self.query_image is not None:
             image = np.asarray(self.query_image)
             if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
@@ -102,6 +114,11 @@ class RationaleCard:
         return to_html(self)
 
 
+MATCH = 0.5
+"""An item whose match with the question (`RationaleCard.matches`) is at least this answers it
+(kira.reasoning.relevance.Relevance.matches)."""
+
+
 def notice(card: RationaleCard) -> tuple[str, str]:
     """What a card opens with: ("nomatch", the abstention text) when nothing in the evidence matched,
     ("low", a warning) when the answer's confidence is below `LOW_CONFIDENCE`, else ("", "")."""
@@ -114,6 +131,41 @@ def notice(card: RationaleCard) -> tuple[str, str]:
         return "low", (f"Low confidence ({answer.confidence:.2f}): the evidence only partly matches the question; "
                        "check the evidence below before relying on the answer.")
     return "", ""
+
+
+def match_label(card: RationaleCard, item: EvidenceItem) -> str:
+    """What a reader needs beside evidence `item`, where a retrieval score only ranks items.
+
+    For a question the relevance verdict judged (`card.matches`): "matches the question 0.98", "partly
+    matches the question (0.31: a classifier label near it)", "does not match the question", or "not judged:
+    nothing recorded says what it shows". For a query image the verdict did not measure: "the query image
+    shows this image (a copy, crop or mirror)" for the document it clearly shows (kira.retrieval.anchoring),
+    else "looks like the query image (cosine 0.61)" from the best raw cosine of the paths that found it (its
+    scale is the image encoder's). "" when nothing was measured."""
+    if card.matches:
+        r = card.matches.get(int(item.number))
+        if r is None:
+            return "not judged: nothing recorded says what it shows"
+        if r >= MATCH:
+            return f"matches the question {r:.2f}"
+        if int(item.number) in card.near:
+            return f"partly matches the question ({r:.2f}: a classifier label near it)"
+        return "does not match the question"
+    if card.query_image is None:
+        return ""
+    if "clear_match" in item.paths:
+        return "the query image shows this image (a copy, crop or mirror)"
+    cosine = (item.provenance or {}).get("cosine")
+    return f"looks like the query image (cosine {float(cosine):.2f})" if isinstance(cosine, (int, float)) else ""
+
+
+def match_kind(label: str) -> str:
+    """"yes", "part" or "no" for a `match_label` ("" for none): how a renderer marks it."""
+    if not label:
+        return ""
+    if label.startswith(("matches", "the query image shows")):
+        return "yes"
+    return "part" if label.startswith("partly") else "no"
 
 
 def confidence_line(card: RationaleCard) -> str:

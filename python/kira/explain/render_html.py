@@ -34,6 +34,8 @@ h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:20px 0 8px;border-bott
 .banner.low{background:#fffaeb;border:1px solid #fec84b;color:#93370d}
 table.kv{width:auto}table.kv th{padding-right:24px;white-space:nowrap}
 .muted{color:#667085;font-size:12px}
+.match{font-size:12px;padding:1px 6px;border-radius:8px;margin-left:6px}.match.yes{background:#e3f4e8;color:#1e6b3a}
+.match.no{background:#f2f4f7;color:#667085}.match.part{background:#fff4e0;color:#8a5a00}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eef0f4;padding:6px;text-align:left;
 vertical-align:top;font-size:13px}
 .ev{display:flex;gap:12px;align-items:flex-start}.ev img{border:1px solid #d8dde6;max-width:160px}
@@ -134,9 +136,9 @@ def banner(card: RationaleCard) -> str:
     return f"<div class='banner {kind}' role='alert'>{_e(text)}</div>"
 
 
-def _evidence_block(item: EvidenceItem, label: str, css_class: str = "") -> str:
-    """One evidence item: its image and what it says first; scores, paths and provenance folded
-    into a <details> below (no script needed)."""
+def _evidence_block(item: EvidenceItem, label: str, css_class: str = "", match: str = "") -> str:
+    """One evidence item: its image, whether it matches the question (`match`, kira.explain.card.match_label)
+    and what it says first; scores, paths and provenance folded into a <details> below (no script needed)."""
     thumb = ""
     if item.thumbnail is not None:
         thumb = f'<img alt="{_e(label)}" src="{thumbnail_png(item.thumbnail, item.box, _image_size(item))}">'
@@ -149,10 +151,16 @@ def _evidence_block(item: EvidenceItem, label: str, css_class: str = "") -> str:
     anchor = f' id="evidence-{item.number}"' if label.startswith("[Evidence") else ""
     return (
         f'<div class="box ev {css_class}"{anchor}>{thumb}<div><b>{_e(label)}</b> {_e(item.doc_id)}'
-        f"{described(item)}"
-        f"<details><summary>details</summary><div class='muted'>{_e(item.level)} &middot; score "
+        f"{_match_tag(match)}{described(item)}"
+        f"<details><summary>details</summary><div class='muted'>{_e(item.level)} &middot; fused retrieval score "
         f"{item.score:.3f}{box} {tags}</div><table class='muted kv'>{prov}</table></details></div></div>"
     )
+
+
+def _match_tag(match: str) -> str:
+    from kira.explain.card import match_kind
+
+    return f" <span class='match {match_kind(match)}'>{_e(match)}</span>" if match else ""
 
 
 def described(item: EvidenceItem) -> str:
@@ -217,13 +225,14 @@ def to_html(card: RationaleCard) -> str:
     if card.query_image is not None:
         parts.append(f"<img alt='query image' src='{thumbnail_png(card.query_image)}'>")
     parts.append("</div><h2>Answer</h2>")
-    from kira.explain.card import confidence_line
+    from kira.explain.card import confidence_line, match_label
 
     line = confidence_line(card)
     conf = f"<div class='muted'>{_e(line)}</div>" if line else ""
     parts.append(f"<div class='box answer'>{linked(card.answer.text)}{conf}</div>")
     parts.append(f"<h2>Evidence ({len(card.pack.items)})</h2>")
-    parts += [_evidence_block(i, f"[Evidence {i.number}]") for i in card.pack.items] or [
+    parts += [_evidence_block(i, f"[Evidence {i.number}]", match=match_label(card, i))
+              for i in card.pack.items] or [
         "<div class='box'><i>no evidence</i></div>"]
     if card.pack.similar:
         parts.append(f"<h2>Similar cases: other subjects, for comparison only ({len(card.pack.similar)})</h2>")

@@ -20,7 +20,7 @@ from kira.reasoning.types import Answer, Claim, EvidenceItem
 if TYPE_CHECKING:
     from kira.explain.card import RationaleCard
 
-SCHEMA_VERSION = "1.1"  # 1.1: notice, answer.confidence, answer.abstained
+SCHEMA_VERSION = "1.2"  # 1.1: notice, answer.confidence, answer.abstained; 1.2: evidence[].match
 
 _NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}
 _INT_LIST: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
@@ -34,7 +34,10 @@ _EVIDENCE_SCHEMA: dict[str, Any] = {
         "chunk_id": {"type": "integer"},
         "doc_id": {"type": "string"},
         "level": {"enum": ["document", "region", "patch", "passage"]},
-        "score": {"type": "number", "description": "retrieval score after fusion / re-ranking"},
+        "score": {"type": "number", "description": "retrieval score after fusion / re-ranking (the best = 1); it "
+                  "ranks items and does not say they match the question: see match"},
+        "match": {**_NUM_OR_NULL, "description": "0-1: how far what the item shows matches the question (0.5 and "
+                  "above answers it; docs/reasoning.md); null when unmeasured (an image query, dropped items)"},
         "paths": {**_STR_LIST, "description": "retrieval paths: visual, text, fine, hopN, temporal, ..."},
         "summary": {"type": "string"},
         "provenance": {"type": "object", "description": "source, caption, tags, metadata, ..."},
@@ -174,8 +177,8 @@ def _num(value: float | None) -> float | None:
     return None if value is None else jsonable(float(value))
 
 
-def evidence_dict(item: EvidenceItem) -> dict[str, Any]:
-    """One evidence item as JSON-able data (no thumbnail)."""
+def evidence_dict(item: EvidenceItem, match: float | None = None) -> dict[str, Any]:
+    """One evidence item as JSON-able data (no thumbnail); `match` as in `RationaleCard.matches`."""
     return {
         "number": item.number,
         "chunk_id": item.chunk_id,
@@ -186,6 +189,7 @@ def evidence_dict(item: EvidenceItem) -> dict[str, Any]:
         "summary": item.summary,
         "provenance": jsonable(dict(item.provenance or {})),
         "box": None if item.box is None else list(item.box),
+        "match": _num(match),
     }
 
 
@@ -249,7 +253,7 @@ def to_dict(card: RationaleCard) -> dict[str, Any]:
         "has_query_image": card.query_image is not None,
         "variant": card.variant,
         "answer": answer_dict(card.answer),
-        "evidence": [evidence_dict(i) for i in card.pack.items],
+        "evidence": [evidence_dict(i, card.matches.get(i.number)) for i in card.pack.items],
         "similar_cases": {"subject": card.pack.subject, "evidence": [evidence_dict(i) for i in card.pack.similar],
                           "claims": [claim_dict(c) for c in card.answer.similar]},
         "dropped": [evidence_dict(i) for i in card.pack.dropped],

@@ -34,25 +34,26 @@ def bounded(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
     return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
-def _evidence_plain(item: EvidenceItem) -> str:
-    """One evidence line: what the item shows, then how it looks (kira.reasoning.shown); a hand-built
-    item's summary as written."""
+def _evidence_plain(item: EvidenceItem, match: str = "") -> str:
+    """One evidence line: whether it matches the question (`match`, kira.explain.card.match_label), what the
+    item shows, then how it looks (kira.reasoning.shown); a hand-built item's summary as written."""
     from kira.reasoning.field_answer import fact_phrases
     from kira.reasoning.shown import shown
 
+    head = f"  [Evidence {item.number}] {item.doc_id}" + (f" ({match})" if match else "")
     if "described_by" not in (item.provenance or {}):
-        return f"  [Evidence {item.number}] {item.doc_id}: {bounded(item.summary) or '(no description)'}"
+        return f"{head}: {bounded(item.summary) or '(no description)'}"
     view = shown(item)
     shows = "; ".join(([view.human_text] if view.human_text else []) + fact_phrases(view, appearance=False))
     shows = bounded(shows) if shows else "nothing recorded says what it shows"
-    line = f"  [Evidence {item.number}] {item.doc_id}: {shows}"
+    line = f"{head}: {shows}"
     return line + (f"\n      looks: {bounded(', '.join(view.looks))}" if view.looks else "")
 
 
 def _evidence_detail(item: EvidenceItem, label: str) -> str:
     box = f" box={item.box}" if item.box is not None else ""
     paths = "+".join(item.paths) if item.paths else "-"
-    return f"  {label} doc={item.doc_id} level={item.level} score={item.score:.3f} paths={paths}{box}"
+    return f"  {label} doc={item.doc_id} level={item.level} fused={item.score:.3f} paths={paths}{box}"
 
 
 def _chunks(n: int) -> str:
@@ -80,7 +81,9 @@ def to_text(card: RationaleCard) -> str:
     if confidence_line(card):
         lines.append(f"  ({confidence_line(card)})")
     lines += ["", f"Evidence ({len(card.pack.items)}):"]
-    lines += [_evidence_plain(i) for i in card.pack.items] or ["  (none)"]
+    from kira.explain.card import match_label
+
+    lines += [_evidence_plain(i, match_label(card, i)) for i in card.pack.items] or ["  (none)"]
     if card.pack.similar:
         lines += ["", f"Similar cases: other subjects than {card.pack.subject or 'the one asked about'}, "
                       f"for comparison only ({len(card.pack.similar)}):"]
@@ -102,7 +105,8 @@ def to_text(card: RationaleCard) -> str:
             f"  {n}. {claim.text}\n     cites {cites}{bad}; s_sim={_fmt(claim.s_sim)} "
             f"s_attn={_fmt(claim.s_attn)} grounding={_fmt(claim.grounding)}{flag}"
         )
-    lines.append("Evidence scores and retrieval paths:")
+    lines.append("Evidence retrieval scores (fused: weighted RRF over the retrieval paths, the best = 1; it ranks "
+                 "items, it does not say they match) and paths:")
     lines += [_evidence_detail(i, f"[Evidence {i.number}]") for i in card.pack.items] or ["  (none)"]
     if card.pack.dropped:
         lines.append(f"Dropped by the critic ({len(card.pack.dropped)}) - not citable, numbered apart:")

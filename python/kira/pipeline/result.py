@@ -88,6 +88,8 @@ def build_result(state: QueryState, setup: Setup, timings: dict[str, float]) -> 
         critic=dict(state.critic) if state.critic is not None else None,
         timings={k: round(v, 3) for k, v in timings.items()},
         config=config_summary(setup, state.top_k, state.levels),
+        matches=dict(state.relevance.items) if state.relevance is not None else {},
+        near=tuple(n for n, _, _ in state.relevance.near) if state.relevance is not None else (),
     )
     return Result(state.question or None, answer, pack, card, timings, trace)
 

@@ -92,7 +92,8 @@ def closest_summary(item: EvidenceItem) -> str:
 def abstention_text(question: str, items: Sequence[EvidenceItem], *, image_query: bool = False,
                     max_items: int = 3) -> str:
     """"Nothing in this knowledge base matches 'a brick wall'; the closest items are IMG_1002 (labelled
-    'tabby cat', p 0.55) and IMG_1001 (no caption or label)." """
+    'tabby cat', p 0.55) [Evidence 2] and IMG_1001 (no caption or label) [Evidence 1]." Each closest item
+    cites its evidence number, since they are named closest in meaning first, not in the card's order."""
     asked = f"'{question.strip()}'" if question and question.strip() else "the query image"
     if image_query and question and question.strip():
         asked = f"'{question.strip()}' about the query image"
@@ -100,7 +101,7 @@ def abstention_text(question: str, items: Sequence[EvidenceItem], *, image_query
     for item in items:
         if item.doc_id not in {d.doc_id for d in docs}:
             docs.append(item)
-    named = [closest_summary(i) for i in docs[:max_items]]
+    named = [closest_summary(i) + (f" [Evidence {i.number}]" if i.number > 0 else "") for i in docs[:max_items]]
     if not named:
         return f"Nothing in this knowledge base matches {asked}."
     closest = named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"

@@ -155,7 +155,8 @@ class Reader:
                         "hallucination_risk": bool(c.hallucination_risk)} for c in answer.claims],
             "reasoning": list(answer.reasoning),
             "evidence": [{"number": i.number, "chunk_id": int(i.chunk_id), "doc_id": i.doc_id, "level": i.level,
-                          "score": float(i.score), "paths": list(i.paths), "box": i.box,
+                          "score": float(i.score), "match": result.card.matches.get(i.number),
+                          "paths": list(i.paths), "box": i.box,
                           "source": (i.provenance or {}).get("source"), "summary": i.summary}
                          for i in result.evidence.items],
             "timings": {k: round(float(v), 3) for k, v in result.timings.items()},

@@ -97,6 +97,8 @@ class EvidenceOut(BaseModel):
     doc_id: str
     level: str
     score: float
+    match: float | None = Field(None, description="0-1: how far what the item shows matches the question (0.5 and "
+                                "above answers it); null when unmeasured. `score` only ranks items")
     paths: list[str]
     box: Box | None
     source: str | None = Field(None, description="the document's source path as ingested")
