@@ -1,5 +1,5 @@
 """Per-document fusion in the core (rrf_fuse(documents=...)) side by side with the numpy version
-it replaced (tests/fusion_reference.py: two chunk-level rrf_fuse calls plus numpy) and with
+it replaced (benchmarks/peers/fusion_reference.py: two chunk-level rrf_fuse calls plus numpy) and with
 chunk-level rrf_fuse alone, in one process on the same seeded rankings.
 
 Rankings: n rankings of m chunk ids drawn from 3m chunks in documents of 18 chunks (a real ask:
@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from benchmarks.peers.compare_retrieval import machine, timed
+from benchmarks.peers.fusion_reference import numpy_per_document
 from kira import rrf_fuse
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # the numpy reference
-from fusion_reference import numpy_per_document  # noqa: E402
 
 WEIGHTS = [0.6, 0.4, 0.24, 0.3, 0.12, 0.2, 0.5, 0.1]
 

@@ -1,14 +1,14 @@
 """rrf_fuse(documents=...): each document counted once per ranking, against the numpy version
-(tests/fusion_reference.py) that kira.retrieval.fusion ran before the core took it over."""
+(benchmarks/peers/fusion_reference.py) that kira.retrieval.fusion ran before the core took it over."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from fusion_reference import lookup, numpy_per_document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.peers.fusion_reference import lookup, numpy_per_document
 from kira import rrf_fuse
 
 CHUNKS = 30  # chunk ids 0..29; documents share the id space (a document chunk is its own document)

@@ -22,9 +22,10 @@ BACKENDS = ("kira.knowledge_base.embedded", "kira.knowledge_base.milvus", "kira.
 ABOVE_BACKENDS = ("kira.pipeline", "kira.query_state", "kira.retrieval", "kira.multihop", "kira.grounding",
                   "kira.reasoning", "kira.serve", "kira.cli", "kira.cli_ingest", "kira.cli_opening", "kira.eval",
                   "kira.explain", "kira.visual_rag", "kira.demo", "kira.ray_ingest", "kira.adapt",
-                  "kira.knowledge_base.kb", "kira.knowledge_base.opening", "kira.knowledge_base.check",
-                  "kira.knowledge_base.ingest", "kira.knowledge_base.writing", "kira.knowledge_base.views",
-                  "kira.knowledge_base.adaptation", "kira.knowledge_base.pieces", "kira.knowledge_base.kb_fewshot")
+                  "kira.knowledge_base.kb", "kira.knowledge_base.kb_reads", "kira.knowledge_base.opening",
+                  "kira.knowledge_base.check", "kira.knowledge_base.ingest", "kira.knowledge_base.writing",
+                  "kira.knowledge_base.views", "kira.knowledge_base.adaptation", "kira.knowledge_base.pieces",
+                  "kira.knowledge_base.kb_fewshot")
 """What a backend may never import: the stages and applications above the knowledge base, and the knowledge
 base that composes a backend (it hands a backend typed batches and reads typed rows: kira.knowledge_base.batch,
 kira.knowledge_base.rows, kira.knowledge_base.storage)."""

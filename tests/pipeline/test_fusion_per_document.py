@@ -84,8 +84,8 @@ def test_a_brighter_copy_of_the_moon_finds_the_moon_under_every_variant(tmp_path
 
 def test_real_asks_fuse_as_the_numpy_version_did(tmp_path, monkeypatch):
     """Every fusion of real asks (captioned photos, image and text questions, each variant) equals the
-    numpy per-document fusion the core's rrf_fuse(documents=...) replaced (tests/fusion_reference.py)."""
-    from fusion_reference import numpy_per_document
+    numpy per-document fusion the core's rrf_fuse(documents=...) replaced (benchmarks/peers/fusion_reference.py)."""
+    from benchmarks.peers.fusion_reference import numpy_per_document
     from skimage_photos import CAPTIONS
 
     from kira.models import load_default

@@ -68,7 +68,8 @@ class KbEncodeAndWrite:
     def __init__(self, target: dict[str, Any], options: dict[str, Any]) -> None:
         from kira.config import KiraConfig
         from kira.knowledge_base.milvus.records import KbRecords
-        from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig, connect
+        from kira.knowledge_base.milvus.connection import connect
+        from kira.knowledge_base.milvus.schema import MilvusCollection, MilvusConfig
         from kira.models import load_default
 
         self.stack = load_default(prefer_cuda=False, threads=options["threads"], image_encoder=options["image_encoder"])

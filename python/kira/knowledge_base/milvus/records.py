@@ -22,7 +22,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.milvus.schema import MAX_NAME, require_pymilvus
+from kira.knowledge_base.milvus.connection import require_pymilvus
+from kira.knowledge_base.milvus.schema import MAX_NAME
 
 log = logging.getLogger(__name__)
 

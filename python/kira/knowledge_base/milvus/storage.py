@@ -11,13 +11,11 @@ Writes go to Milvus at once, batched and idempotent by chunk id (kira.knowledge_
 has no transactions: `rollback` cannot undo writes already sent (it says so in the log). One writer
 at a time per knowledge base, on any machine: a lease row in ``<name>__kb``, taken at open for writing and
 checked before every write and commit (kira.knowledge_base.milvus.lease).
-The level filter and the per-document grouping of a search run in Milvus (`level_ids`,
-`document_groups`: the optional capabilities of kira.knowledge_base.storage), and so do the lexical
-search (`lexical`: Milvus's BM25 over kira's terms), the names a question uses (`identifier_postings`)
-and the compound groups of a query's hits (`compounds_for`), over ``<name>__terms``
-(kira.knowledge_base.milvus.lexical, .compounds); the bridge is stored at commit
-(kira.knowledge_base.milvus.stored_views). Nothing is read whole into the process for a query. A
-knowledge base of format 1 (no ``__terms``) answers the first two from rows read here, as before.
+The level filter and the per-document grouping of a search run in Milvus, and so do the lexical
+search, the names a question uses and the compound groups of a query's hits (the optional
+capabilities of kira.knowledge_base.storage, in the base class kira.knowledge_base.milvus.query_views);
+the bridge is stored at commit (kira.knowledge_base.milvus.stored_views). Nothing is read whole into
+the process for a query.
 A server that stops answering during a write raises `MilvusUnavailable` (kira.knowledge_base.milvus.faults).
 """
 
@@ -28,18 +26,16 @@ import logging
 import os
 from pathlib import Path
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from kira.knowledge_base.batch import WriteBatch
 from kira.knowledge_base.milvus.location import LITE_FILE, target
+from kira.knowledge_base.milvus.query_views import MilvusQueryViews
 from kira.knowledge_base.milvus.records import KbRecords, piece_value
 from kira.knowledge_base.milvus.rows import MilvusRows
 from kira.knowledge_base.milvus.stored_views import StoredBridge
-
-if TYPE_CHECKING:
-    from kira.knowledge_base.compound import CompoundIndex
 
 log = logging.getLogger(__name__)
 FORMAT = 2  # 2: <name>__terms holds kira's terms, names and groups (milvus.lexical); the bridge is stored
@@ -47,7 +43,7 @@ KIRA_KEYS = {"index_kind": "index", "levels": "levels", "caption_children": "cap
 """Settings kept inside the ``setting:kira`` row (as every Milvus knowledge base since format 1 has them)."""
 
 
-class MilvusStorage(StoredBridge):
+class MilvusStorage(MilvusQueryViews, StoredBridge):
     """The `kira.knowledge_base.storage.Storage` of a Milvus knowledge base (module docstring)."""
 
     kind = "milvus"
@@ -81,7 +77,7 @@ class MilvusStorage(StoredBridge):
                token: str = "") -> MilvusStorage:
         """A new, empty knowledge base with `settings`, open for writing. ValueError where it (or a non-empty
         local directory) exists; ImportError naming ``kira[milvus]``; ConnectionError naming the uri."""
-        from kira.knowledge_base.milvus.schema import connect
+        from kira.knowledge_base.milvus.connection import connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
@@ -107,7 +103,7 @@ class MilvusStorage(StoredBridge):
     @classmethod
     def exists(cls, path_or_name: str | os.PathLike[str], *, uri: str | None = None, token: str = "") -> bool:
         """Whether a knowledge base of this name is at `uri` (or, without one, in the directory)."""
-        from kira.knowledge_base.milvus.schema import close_client, connect
+        from kira.knowledge_base.milvus.connection import close_client, connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None:
@@ -125,7 +121,7 @@ class MilvusStorage(StoredBridge):
         is none, where it is not a kira knowledge base or was written by a newer kira; for writing,
         `WriterLeaseHeld`, a ValueError naming the writer, where another one holds it: milvus.lease)."""
         from kira.knowledge_base.milvus.orphans import recover
-        from kira.knowledge_base.milvus.schema import connect
+        from kira.knowledge_base.milvus.connection import connect
 
         uri, name, local = target(path_or_name, uri)
         if local is not None and not (local / LITE_FILE).exists():
@@ -220,81 +216,6 @@ class MilvusStorage(StoredBridge):
         if space not in ("visual", "text"):
             raise ValueError(f"space {space!r}: choose 'visual' or 'text'")
         return self._indexes.get(space)
-
-    def level_ids(self, levels: Sequence[str]) -> np.ndarray:
-        """Chunk ids at `levels`; searched with them as ``allow``, an index sends ``level in [...]``."""
-        ids = self.rows.chunk_ids(levels=levels)
-        for index in self._indexes.values():
-            index.name_allow(ids, tuple(levels))
-        return ids
-
-    def document_chunk_of(self, chunk_ids: np.ndarray) -> np.ndarray:
-        """The document chunk id of each chunk id (-1 unknown), fetched for these ids only."""
-        ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
-        known = self._doc_chunk
-        missing = [int(i) for i in np.unique(ids) if int(i) not in known]
-        if missing:
-            found = {int(r["id"]): int(r["doc_chunk"]) for r in self.rows.query_ids(missing, ["doc_chunk"])}
-            known.update({i: found.get(i, -1) for i in missing})
-        return np.array([known[int(i)] for i in ids], dtype=np.int64)
-
-    def document_groups(self) -> Any:
-        """`groups=` for this collection's searches: Milvus groups on ``doc_chunk``."""
-        from kira.knowledge_base.milvus.index import DocumentGroups
-
-        count = (lambda: self.collection.count()) if self.collection is not None else (lambda: 0)
-        return DocumentGroups(group_of=self.document_chunk_of, count=count)
-
-    def _forget(self) -> None:
-        self._doc_chunk, self._lexical, self._names = {}, None, None
-
-    def _kira_terms(self) -> bool:
-        return self.collection is not None and self.collection.config.kira_terms
-
-    def lexical(self) -> Any:
-        """This commit's lexical index: `MilvusLexical` (Milvus's BM25 over kira's terms in ``__terms``), or for
-        a format-1 knowledge base kira's `LexicalIndex` built here from the document and passage rows."""
-        if self._lexical is None:
-            if self._kira_terms():
-                from kira.knowledge_base.milvus.lexical import MilvusLexical
-                from kira.knowledge_base.milvus.lexical import terms_name
-
-                col = self.collection
-                self._lexical = MilvusLexical(col.client, terms_name(col.name), timeout=col.config.timeout,
-                                              resolve_allow=self._indexes["text"].resolve_allow)
-            else:
-                from kira.knowledge_base.lexical import LexicalIndex, indexed_text
-
-                rows = self.rows.lexical_rows(0, None)
-                self._lexical = LexicalIndex.build([int(r[0]) for r in rows], [indexed_text(*r[1:]) for r in rows])
-        return self._lexical
-
-    def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:
-        """{word of `text`: the document chunk ids it names}: one ``text_match`` query per word (format 1: the
-        documents read once per commit, kira.knowledge_base.identifiers)."""
-        named: Mapping[str, np.ndarray]
-        if self._kira_terms():
-            named = self.lexical().named(text, allow=allow)
-            return named
-        if self._names is None:
-            from kira.knowledge_base.identifiers import rows_identifier_index
-
-            self._names = rows_identifier_index(self.rows)
-        named = self._names.named(text, allow=allow)
-        return named
-
-    def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
-        """The `CompoundIndex` of the groups these documents reach, fetched by filter from ``__terms``'s document
-        rows (format 1: from the chunk collection; kira.knowledge_base.milvus.compounds)."""
-        from kira.knowledge_base.compound import CompoundIndex
-        from kira.knowledge_base.milvus.compounds import compounds_for
-        from kira.knowledge_base.milvus.lexical import terms_name
-
-        col = self.collection
-        if col is None:
-            return CompoundIndex.build([], {})
-        rows = terms_name(col.name) if self._kira_terms() else col.name
-        return compounds_for(col.client, rows, doc_ids=doc_ids, chunk_ids=chunk_ids, timeout=col.config.timeout)
 
     @contextmanager
     def writing(self, doing: str) -> Iterator[None]:
@@ -399,7 +320,7 @@ class MilvusStorage(StoredBridge):
     def close(self) -> None:
         """Close the client; the last client of a Milvus Lite file in this process releases the file, so
         another process can open the knowledge base next. Safe to call twice."""
-        from kira.knowledge_base.milvus.schema import close_client
+        from kira.knowledge_base.milvus.connection import close_client
 
         if self.records is None:
             return
@@ -412,7 +333,7 @@ class MilvusStorage(StoredBridge):
 
     def drop(self) -> None:
         """Delete the knowledge base from Milvus (its chunk, terms, settings and ordinal collections), and close."""
-        from kira.knowledge_base.milvus.schema import close_client
+        from kira.knowledge_base.milvus.connection import close_client
 
         self._keep_lease()
         if self.lease is not None:

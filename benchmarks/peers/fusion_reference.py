@@ -1,5 +1,9 @@
 """The numpy per-document fusion that kira.retrieval.fusion ran before the core's
-`rrf_fuse(documents=...)` took it over: the reference the core is checked against."""
+`rrf_fuse(documents=...)` took it over: the reference the core is checked against.
+
+The peer benchmarks/peers/compare_fusion_documents.py times the core against, and the reference
+tests/core/test_core_rrf_documents.py and tests/pipeline/test_fusion_per_document.py check it
+against; both import it by its full name, ``benchmarks.peers.fusion_reference``."""
 
 from __future__ import annotations
 
