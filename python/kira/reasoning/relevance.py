@@ -24,10 +24,10 @@ it, so the same rule holds for a caption, a list of ImageNet labels or OCR words
 model retrieved the item. The best item is, among the items with r_i >= 0.5, the one whose
 source is surest (the largest support_i, below: a caption before a classifier's guess, a label
 of p 0.99 before one of p 0.38; within `SUREST_TIE` the first in retrieval order, which has
-already weighed how near each is, among those that clearly match, r_i >= `CLEAR_MATCH`: a caption
-just over the line, r 0.54, does not lead one that clearly matches, r 0.99); when no item has r_i >= 0.5, the one with the largest
-r_i * support_i; the answer's relevance r is its r_i, and the evidence is irrelevant (the
-answer abstains) when r < 0.5.
+already weighed how near each is, of those that clearly match, r_i >= `CLEAR_MATCH`: a caption
+just over the line, r 0.54, does not lead one that clearly matches, r 0.99); when no item has
+r_i >= 0.5, the one with the largest r_i * support_i; the answer's relevance r is its r_i, and
+the evidence is irrelevant (the answer abstains) when r < 0.5.
 
 A question with no content words ("what does this show?") asks about the query image or
 the subject it names: the items its identifier names, or a query image, make the evidence
