@@ -22,8 +22,7 @@ from PIL import Image
 
 from kira.models.default.pixel_encoder import PixelEncoder
 from kira.models.default.saliency import SaliencyProposer
-from tests.models.pixel_reference import reference_encode_prepared, reference_saliency
-from tests.models.test_models_pixel_core import _real_images
+from benchmarks.peers.pixel_reference import real_images, reference_encode_prepared, reference_saliency
 
 
 def _best(fn: Callable[[], object], repeats: int) -> float:
@@ -40,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
-    images = _real_images()
+    images = real_images()
     encoder, proposer = PixelEncoder(), SaliencyProposer()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("| what | batch | numpy ms/image | core ms/image | ratio | max abs diff |")

@@ -1,5 +1,5 @@
 """The pixel descriptor and saliency maps in kira._core against their numpy specification
-(tests/models/pixel_reference.py), on real photos, crops, digits, scans and edge cases; and the
+(benchmarks/peers/pixel_reference.py), on real photos, crops, digits, scans and edge cases; and the
 binding's handling of bad input and the GIL."""
 
 from __future__ import annotations
@@ -10,49 +10,18 @@ import threading
 import numpy as np
 import pytest
 from PIL import Image
-from skimage import data
 
 from kira import _core
 from kira.models.default.pixel_encoder import PixelEncoder, PixelEncoderConfig, _colour_table
 from kira.models.default.saliency import SaliencyConfig, SaliencyProposer
-from tests.models.pixel_reference import reference_encode_prepared, reference_saliency
+from benchmarks.peers.pixel_reference import real_images, reference_encode_prepared, reference_saliency
 
 PARITY = 1e-5  # max abs difference per vector entry
 
 
-def _real_images() -> list[np.ndarray]:
-    """Photos, random crops of many sizes and aspect ratios, 1-pixel-wide strips, upscaled
-    digits, CT/MR greyscale and a uniform image."""
-    import pydicom
-    from pydicom.data import get_testdata_file
-    from sklearn.datasets import load_digits
-
-    rng = np.random.default_rng(33)
-    out = []
-    for name in ("astronaut", "chelsea", "coffee", "camera", "rocket", "hubble_deep_field",
-                 "immunohistochemistry", "coins", "page", "text", "moon", "horse"):
-        img = getattr(data, name)()
-        img = img.astype(np.uint8) * 255 if img.dtype == bool else img
-        out.append(img)
-        h, w = img.shape[:2]
-        for _ in range(5):
-            ch, cw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
-            y, x = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
-            out.append(img[y : y + ch, x : x + cw])
-    astronaut, coffee = data.astronaut(), data.coffee()
-    out += [astronaut[:, 200:201], astronaut[300:301, :], coffee[10:11, :], coffee[:, 5:6]]
-    digits = load_digits().images
-    out += [np.kron((digits[i] * 16).clip(0, 255).astype(np.uint8), np.ones((8, 8), np.uint8)) for i in range(8)]
-    for file in ("MR_small.dcm", "CT_small.dcm"):
-        px = pydicom.dcmread(get_testdata_file(file)).pixel_array.astype(np.float64)
-        out.append(((px - px.min()) / (px.max() - px.min()) * 255).astype(np.uint8))
-    out.append(np.full((50, 70, 3), 120, np.uint8))
-    return out
-
-
 @pytest.fixture(scope="module")
 def images() -> list[np.ndarray]:
-    return _real_images()
+    return real_images()
 
 
 @pytest.mark.parametrize("config", [

@@ -35,7 +35,7 @@ Images are first resized with Pillow (antialiased bilinear) to a fixed working s
 (64 x 64 by default); all feature extraction then runs in the compiled core
 (`kira._core.pixel_descriptor`, cpp/src/pixel_descriptor.cpp) with the GIL released. The
 numpy implementation it replaced is kept as the specification in
-tests/models/pixel_reference.py.
+benchmarks/peers/pixel_reference.py.
 """
 
 from __future__ import annotations

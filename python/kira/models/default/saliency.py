@@ -13,7 +13,7 @@ Both run on a small working image (64 x 64 by default) and are pooled to the out
 grid (32 x 32 by default) by block means, so the result is the same shape for every
 image, float32 and deterministic. The computation runs in the compiled core
 (`kira._core.saliency_maps`, cpp/src/saliency_map.cpp, GIL released); the numpy
-implementation it replaced is the specification in tests/models/pixel_reference.py. The
+implementation it replaced is the specification in benchmarks/peers/pixel_reference.py. The
 KIRA threshold (mean + 0.5 std) and connected components are then the core's job
 (`extract_regions`).
 """

@@ -3,6 +3,9 @@
 This is the implementation `PixelEncoder.encode_prepared` and `SaliencyProposer.propose_prepared`
 ran before issue 33.1 moved them into kira._core (cpp/src/pixel_descriptor.cpp), kept verbatim
 so the parity tests compare the core with the specification, not with itself.
+
+The parity tests (tests/models/test_models_pixel_core.py) and the benchmark
+benchmarks/suites/pixel_core.py import it by its full name, ``benchmarks.peers.pixel_reference``.
 """
 
 from __future__ import annotations
@@ -270,3 +273,34 @@ def _unit_range(x: np.ndarray) -> np.ndarray:
     span = hi - lo
     flat = span < 1e-12
     return np.where(flat, 0.0, (x - lo) / np.where(flat, 1.0, span)).astype(np.float32)
+
+
+def real_images() -> list[np.ndarray]:
+    """What the parity tests and benchmarks/suites/pixel_core.py compare on: photos, random crops of many
+    sizes and aspect ratios, 1-pixel-wide strips, upscaled digits, CT/MR greyscale and a uniform image."""
+    import pydicom
+    from pydicom.data import get_testdata_file
+    from sklearn.datasets import load_digits
+    from skimage import data
+
+    rng = np.random.default_rng(33)
+    out = []
+    for name in ("astronaut", "chelsea", "coffee", "camera", "rocket", "hubble_deep_field",
+                 "immunohistochemistry", "coins", "page", "text", "moon", "horse"):
+        img = getattr(data, name)()
+        img = img.astype(np.uint8) * 255 if img.dtype == bool else img
+        out.append(img)
+        h, w = img.shape[:2]
+        for _ in range(5):
+            ch, cw = int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))
+            y, x = int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1))
+            out.append(img[y : y + ch, x : x + cw])
+    astronaut, coffee = data.astronaut(), data.coffee()
+    out += [astronaut[:, 200:201], astronaut[300:301, :], coffee[10:11, :], coffee[:, 5:6]]
+    digits = load_digits().images
+    out += [np.kron((digits[i] * 16).clip(0, 255).astype(np.uint8), np.ones((8, 8), np.uint8)) for i in range(8)]
+    for file in ("MR_small.dcm", "CT_small.dcm"):
+        px = pydicom.dcmread(get_testdata_file(file)).pixel_array.astype(np.float64)
+        out.append(((px - px.min()) / (px.max() - px.min()) * 255).astype(np.uint8))
+    out.append(np.full((50, 70, 3), 120, np.uint8))
+    return out
