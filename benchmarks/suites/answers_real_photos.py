@@ -18,6 +18,9 @@ a mirror or a brightened copy of a stored photo). Reported per image encoder and
   question's photo first in the evidence / with another photo first (an answer about the wrong photo
   is not what false abstention's goal asks for; a label set that does not name the photo leaves
   abstaining as the honest answer);
+- no banner right / wrong: of those answers, how many were given without a low-confidence banner
+  (confidence >= LOW_CONFIDENCE, or unmeasured) with the question's photo first / with another photo
+  first (counts): how far a user can trust an answer that carries no warning;
 - names_top: share of answered present questions whose text names what the top evidence shows
   (one of its classifier labels, or, when it has none, its file name) (goal >= 0.9);
 - bare_field: answers holding a bare field name ("Labels [Evidence 1].") or an appearance
@@ -199,11 +202,13 @@ def run(kb: Any, images: dict[str, np.ndarray], ids: dict[str, str], variants: l
     out: dict[str, dict] = {}
     for variant in variants:
         m = dict(rank1=0, top3=0, ranked=0, abstain_absent=0, abstain_present=0, names=0, answered=0, bare=0,
-                 asks=0, tp=0, fp=0, fn=0, right_answered=0)
+                 asks=0, tp=0, fp=0, fn=0, right_answered=0, sure_right=0, sure_wrong=0)
         t0 = time.perf_counter()
         queries = [(q, {ids[n] for n in right}, None) for q, right in PRESENT]
         queries += [(q, set(), None) for q in ABSENT]
         queries += [(None, {ids[n]}, change(images[n])) for _how, n, change in IMAGE_QUERIES]
+        from kira.reasoning.relevance import LOW_CONFIDENCE
+
         for question, right, image in queries:
             result = kira.ask(question, image=image, variant=variant, top_k=5, thumbnails=False)
             answer, docs = result.answer, _docs(result)
@@ -219,8 +224,11 @@ def run(kb: Any, images: dict[str, np.ndarray], ids: dict[str, str], variants: l
                 m["abstain_present"] += bool(answer.abstained)
                 if not answer.abstained:
                     m["answered"] += 1
-                    m["right_answered"] += bool(docs) and docs[0] in right
+                    is_right = bool(docs) and docs[0] in right
+                    m["right_answered"] += is_right
                     m["names"] += _names_top(result)
+                    if answer.confidence is None or answer.confidence >= LOW_CONFIDENCE:  # no low-confidence banner
+                        m["sure_right" if is_right else "sure_wrong"] += 1
                 if result.card.critic is not None:
                     kept = set(docs)
                     for doc in kept | {i.doc_id for i in result.evidence.dropped}:
@@ -242,8 +250,9 @@ def main() -> None:
     present = len(PRESENT)
     print(f"{len(images)} real photos, {present} present questions, {len(ABSENT)} absent, "
           f"{len(IMAGE_QUERIES)} image queries")
-    print("| encoder | variant | rank1 | top3 | abstain(absent) | abstain(present) | answered right / wrong | names_top "
-          "| bare_field | critic P | critic R | ms/ask |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| encoder | variant | rank1 | top3 | abstain(absent) | abstain(present) | answered right / wrong "
+          "| no banner: right / wrong | names_top | bare_field | critic P | critic R | ms/ask |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for encoder in [e for e in args.encoders.split(",") if e]:
         kb = build(encoder, images, ids)
         try:
@@ -253,6 +262,7 @@ def main() -> None:
                 print(f"| {encoder} | {variant} | {m['rank1'] / m['ranked']:.2f} | {m['top3'] / m['ranked']:.2f} | "
                       f"{m['abstain_absent'] / len(ABSENT):.2f} | {m['abstain_present'] / present:.2f} | "
                       f"{m['right_answered'] / present:.2f} / {(m['answered'] - m['right_answered']) / present:.2f} | "
+                      f"{m['sure_right']} / {m['sure_wrong']} | "
                       f"{m['names'] / max(m['answered'], 1):.2f} | {m['bare']} | {critic} | {m['ms']:.0f} |", flush=True)
         finally:
             kb.close()

@@ -119,7 +119,8 @@ class Generate:
     """The relevance verdict, then the generator over the subject's evidence, and apart over the similar
     cases; the subject invariant is enforced on the result (kira.reasoning.subject). When nothing in the
     evidence is relevant (kira.reasoning.relevance), the answer abstains: it says so and names the closest
-    items, whatever the generator."""
+    items, whatever the generator. For a text question the generator is handed how far each item matches it
+    (`EvidencePack.matches`) and weighs each item's vote by it."""
 
     name = "generate"
 
@@ -128,8 +129,10 @@ class Generate:
         verdict = judge(ctx, state, pack)
         if verdict is not None and verdict.relevant:
             pack, verdict = relevant_first(pack, verdict)
-        if verdict is not None and verdict.items:
-            pack = dataclasses.replace(pack, matches=dict(verdict.items))  # each vote weighs how far it answers
+        if verdict is not None and verdict.items and not state.image_query:
+            # each vote weighs how far it answers the question; with a query image the evidence is what the image
+            # matches, and a question's words ("what does this film show?") do not rank it
+            pack = dataclasses.replace(pack, matches=dict(verdict.items))
         note = {"relevance": relevance_note(verdict)} if verdict is not None else {}
         if verdict is not None and not verdict.relevant and pack.items:
             return state.evolve(pack=pack, relevance=verdict, answer=abstention(state, pack, verdict), trace=note)
