@@ -78,3 +78,13 @@ def test_the_template_generator_weighs_each_vote_by_how_far_the_item_matches():
     assert plain.claims[0].citations == (2,), plain.text
     assert judged.claims[0].citations == (1,), judged.text
     assert any("matches the question 0.99" in step for step in judged.reasoning)
+
+
+def test_with_a_query_image_the_question_words_do_not_weigh_the_votes(kira):
+    """The evidence of an image query is what the image matches: the question's words do not weigh its votes
+    (on DomainVQA-R's films, weighing them by 'what finding does this film show?' swapped image-query answers
+    for worse ones)."""
+    result = kira.ask("a photo of a man", image=_rgb(skimage_data.coffee()), top_k=5)
+    assert result.trace["relevance"]["items"]  # the judge measured the question's words against each item ...
+    assert result.evidence.matches == {}  # ... and the votes do not weigh them
+    assert "the query image shows this image" in result.card.to_text()  # the card says what the image matched
