@@ -80,6 +80,23 @@ def test_the_template_generator_weighs_each_vote_by_how_far_the_item_matches():
     assert any("matches the question 0.99" in step for step in judged.reasoning)
 
 
+def test_a_consensus_of_clear_matches_stands_against_the_single_best_match():
+    """Where clear matches state the best-supported statement, the consensus stands: on DomainVQA-R's
+    schematics a low-pass filter the judge found a match (retrieval's first) did not outvote five high-pass
+    filters that also match."""
+    question = "an RC high-pass filter"
+    items = (_item(1, "L1", 1.0, "RC low-pass filter."),
+             *(_item(n, f"H{n}", 0.9, "RC high-pass filter.") for n in range(2, 6)))
+    pack = EvidencePack(question, items, matches={1: 0.95, **{n: 0.9 for n in range(2, 6)}})
+    answer = TemplateGenerator().generate(question, pack)
+    assert answer.claims[0].text.startswith("RC high-pass filter"), answer.text
+    # ... and a statement only items just over the line state yields to one a clear match states
+    pack = EvidencePack(question, items, matches={1: 0.95, **{n: 0.55 for n in range(2, 6)}})
+    answer = TemplateGenerator().generate(question, pack)
+    assert answer.claims[0].text.startswith("RC low-pass filter"), answer.text
+    assert any(step.startswith("Led with 'RC low-pass filter'") for step in answer.reasoning)
+
+
 def test_with_a_query_image_the_question_words_do_not_weigh_the_votes(kira):
     """The evidence of an image query is what the image matches: the question's words do not weigh its votes
     (on DomainVQA-R's films, weighing them by 'what finding does this film show?' swapped image-query answers

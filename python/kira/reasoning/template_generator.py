@@ -12,8 +12,8 @@ applies. The generator answers with the *content the top evidence agrees on*:
    too (same shape: stem Jaccard >= 0.65 with values as one placeholder, or differing
    only in the profile's position words), one vote per document at its best weight (its
    retrieval score times, where the relevance verdict judged it, how far it matches the
-   question: `EvidencePack.matches`); plus
-   half the share of the question's content words it contains; plus 1 when the question
+   question: `EvidencePack.matches`); plus half the share of the question's content words
+   it contains; plus 1 when the question
    asks for a comparison (a profile comparison word) and the statement reports a change
    (a profile change word) that is new in some document. For a question asking no
    comparison, statements of change are one instance's history and are not chosen.
@@ -82,6 +82,27 @@ def _weights(items: tuple[EvidenceItem, ...], matches: Mapping[int, float]) -> d
     else:
         base = {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
     return {n: w * matches.get(n, 1.0) for n, w in base.items()}
+
+
+def _clear_first(candidates: list[_Candidate], matches: Mapping[int, float], trace: list[str]) -> list[_Candidate]:
+    """`candidates` (best first) with the best one stated by an item that clearly matches the question
+    (`EvidencePack.matches` >= CLEAR_MATCH) moved first, when the best is stated only by items that do not: the
+    first claim comes from evidence that answers the question whenever some does. "A wall clock photographed at
+    an angle" (r 0.54; BM25 stems photographed like "a photographer") outweighed the cameraman (r 0.99) by a
+    retrieval score twice as high. Where a clear match states the best candidate, the consensus stands."""
+    from kira.reasoning.relevance import CLEAR_MATCH
+
+    def clear(cand: _Candidate) -> bool:
+        return any(matches.get(i.number, 0.0) >= CLEAR_MATCH for i in cand.sources)
+
+    if not matches or not candidates or clear(candidates[0]):
+        return candidates
+    lead = next((c for c in candidates if clear(c) and not c.history), None)
+    if lead is None:
+        return candidates
+    trace.append(f"Led with '{lead.text}': no item stating '{candidates[0].text}' clearly matches the question, and "
+                 f"{format_citation(_numbers(lead.sources))} does.")
+    return [lead, *(c for c in candidates if c is not lead)]
 
 
 @dataclass
@@ -247,22 +268,6 @@ class TemplateGenerator:
         text = consensus_text(base, agreed, ranges=ranges)
         return text or cand.text
 
-    @staticmethod
-    def _led_by_best(candidates: list[_Candidate], first: EvidenceItem, matches: Mapping[int, float],
-                     trace: list[str]) -> list[_Candidate]:
-        """`candidates` with the best one that `first` states first, when the relevance verdict found `first`
-        matches the question (the Generate stage puts the item the answer's confidence is measured on first:
-        kira.grounding.answer_relevance.relevant_first): the answer leads with what that item states, not with
-        a statement whose witnesses' retrieval scores or shared words with the question add up to more."""
-        if matches.get(first.number, 0.0) < 0.5:
-            return candidates
-        lead = next((c for c in candidates if first in c.sources and not c.history), None)
-        if lead is None or lead is candidates[0]:
-            return candidates
-        trace.append(f"Led with what [Evidence {first.number}] states: of the items that match the question it most "
-                     "surely shows what was asked, and the answer's confidence is measured on it.")
-        return [lead, *(c for c in candidates if c is not lead)]
-
     def _agree_on_positions(self, chosen: list[_Candidate], items: tuple[EvidenceItem, ...], trace: list[str],
                             matches: Mapping[int, float]) -> None:
         """Leave out of every chosen claim the position words its witnesses, over all the chosen claims,
@@ -339,7 +344,7 @@ class TemplateGenerator:
             )
             + "."
         )
-        candidates = self._led_by_best(candidates, first, pack.matches, trace)
+        candidates = _clear_first(candidates, pack.matches, trace)
         top = candidates[0]
         chosen = [top]
         comparison = is_comparison(question, self.vocab)
