@@ -21,8 +21,10 @@ applies. The generator answers with the *content the top evidence agrees on*:
    a document, or a whole compound document (``provenance["compound"]``: one subject's
    images) that votes once. Position words are kept only where the witnesses of all the
    chosen claims agree on them (kira.reasoning.position_agreement).
-4. The best-supported statement is the first claim; others follow while their score is
-   >= `min_support_ratio` of the best (at most `max_claims`) if a document that states
+4. The best-supported statement is the first claim (unless only items that do not clearly
+   match the question state it while one that does states another: `_clear_first`);
+   others follow while their score is >= `min_support_ratio` of the best (at most
+   `max_claims`) if a document that states
    the first states them too (they complement it, not a rival reading) or, for a
    comparison, another document of the same compound document does; and they do not
    restate a chosen claim. Every claim cites the items that state it (best first).
@@ -75,8 +77,7 @@ def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
 def _weights(items: tuple[EvidenceItem, ...], matches: Mapping[int, float]) -> dict[int, float]:
     """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank; times how far
     the item matches the question where the relevance verdict judged it (`EvidencePack.matches`), so an item
-    just over the line (r 0.54) does not outvote one that clearly answers (r 0.99) by a retrieval score 2% higher,
-    nor one that does not match at all by its rank."""
+    votes as far as it answers the question, not by its rank alone."""
     if any(item.score > 0 for item in items):
         base = {item.number: max(item.score, 0.0) for item in items}
     else:
