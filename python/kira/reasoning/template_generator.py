@@ -22,7 +22,7 @@ applies. The generator answers with the *content the top evidence agrees on*:
    images) that votes once. Position words are kept only where the witnesses of all the
    chosen claims agree on them (kira.reasoning.position_agreement).
 4. The best-supported statement is the first claim (unless only items that do not clearly
-   match the question state it while one that does states another: `_clear_first`);
+   match the question state it while one that does states another: `kira.reasoning.statement_votes.clear_match_first`);
    others follow while their score is >= `min_support_ratio` of the best (at most
    `max_claims`) if a document that states
    the first states them too (they complement it, not a rival reading) or, for a
@@ -41,7 +41,6 @@ Output is a pure function of (question, pack, profile).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kira.profile import DomainProfile
@@ -50,8 +49,9 @@ from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_rang
 from kira.reasoning.position_agreement import disputed_positions
 from kira.reasoning.field_answer import item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
+from kira.reasoning.statement_votes import Statement, clear_match_first, numbers_of, restates, vote_weights
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
-                                      vocabulary, without_values, witness)
+                                      vocabulary, witness)
 from kira.text.tokens import content_tokens, stem
 from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 from kira.reasoning.view_agreement import agreeing_views, asks_agreement
@@ -66,71 +66,9 @@ def is_comparison(question: str, vocab: Vocabulary) -> bool:
     return bool({stem(t) for t in content_tokens(question)} & vocab.comparison_stems)
 
 
-def _restates(cand: _Candidate, chosen: list[_Candidate]) -> bool:
-    """Whether `cand`'s wording holds every content word of a chosen claim, or a chosen claim holds all of
-    its words but those of its value clauses."""
-    words = stems_of(cand.text)
-    plain = stems_of(without_values(cand.text)) or words
-    return any(plain <= stems_of(c.text) or stems_of(c.text) <= words for c in chosen)
-
-
-def _weights(items: tuple[EvidenceItem, ...], matches: Mapping[int, float]) -> dict[int, float]:
-    """Per-item vote weight: the score if any score is positive (negatives count 0), else 1/rank; times how far
-    the item matches the question where the relevance verdict judged it (`EvidencePack.matches`), so an item
-    votes as far as it answers the question, not by its rank alone."""
-    if any(item.score > 0 for item in items):
-        base = {item.number: max(item.score, 0.0) for item in items}
-    else:
-        base = {item.number: 1.0 / rank for rank, item in enumerate(items, start=1)}
-    return {n: w * matches.get(n, 1.0) for n, w in base.items()}
-
-
-def _clear_first(candidates: list[_Candidate], matches: Mapping[int, float], trace: list[str]) -> list[_Candidate]:
-    """`candidates` (best first) with the best one stated by an item that clearly matches the question
-    (`EvidencePack.matches` >= CLEAR_MATCH) moved first, when the best is stated only by items that do not: the
-    first claim comes from evidence that answers the question whenever some does. "A wall clock photographed at
-    an angle" (r 0.54; BM25 stems photographed like "a photographer") outweighed the cameraman (r 0.99) by a
-    retrieval score twice as high. Where a clear match states the best candidate, the consensus stands."""
-    from kira.reasoning.relevance import CLEAR_MATCH
-
-    def clear(cand: _Candidate) -> bool:
-        return any(matches.get(i.number, 0.0) >= CLEAR_MATCH for i in cand.sources)
-
-    if not matches or not candidates or clear(candidates[0]):
-        return candidates
-    lead = next((c for c in candidates if clear(c) and not c.history), None)
-    if lead is None:
-        return candidates
-    trace.append(f"Led with '{lead.text}': no item stating '{candidates[0].text}' clearly matches the question, and "
-                 f"{format_citation(_numbers(lead.sources))} does.")
-    return [lead, *(c for c in candidates if c is not lead)]
-
-
-@dataclass
-class _Candidate:
-    text: str  # as first written by the best-weighted item stating it
-    stems: frozenset[str]  # its shape (values replaced by "#"), what near-duplicates are matched on
-    sources: list[EvidenceItem]  # items that state it, best first
-    context: frozenset[str] = frozenset()  # stems of the sentence and its head, for relevance
-    support: float = 0.0  # score-weighted share of content-bearing documents stating it
-    relevance: float = 0.0  # share of the question's content stems it (or its head) contains
-    reports_change: bool = False  # a comparison question and a statement of change new in some document
-    history: bool = False  # a statement of change, and the question asks for no comparison
-    variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)  # (witness, doc id, stems)
-    wordings: dict[str, str] = field(default_factory=dict)  # doc id: its sentence stating it, best-weighted first
-
-    @property
-    def score(self) -> float:
-        return self.support + 0.5 * self.relevance + (1.0 if self.reports_change else 0.0)
-
-
 def _sentence(text: str, citation: str) -> str:
     text = text[:1].upper() + text[1:]
     return f"{text} {citation}." if citation else f"{text}."
-
-
-def _numbers(items: list[EvidenceItem] | tuple[EvidenceItem, ...]) -> tuple[int, ...]:
-    return tuple(sorted(item.number for item in items))
 
 
 class TemplateGenerator:
@@ -173,12 +111,12 @@ class TemplateGenerator:
         return view.looks_text() if appearance else ""
 
     def _candidates(self, question: str, items: tuple[EvidenceItem, ...], matches: Mapping[int, float]
-                    ) -> tuple[list[_Candidate], list[str]]:
+                    ) -> tuple[list[Statement], list[str]]:
         vocab = self.vocab
         appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
-        weights = _weights(items, matches)
+        weights = vote_weights(items, matches)
         order = sorted(items, key=lambda i: (-weights[i.number], i.number))
-        candidates: list[_Candidate] = []
+        candidates: list[Statement] = []
         metadata: list[str] = []
         per_item: dict[int, list[frozenset[str]]] = {}
         for item in order:
@@ -193,7 +131,7 @@ class TemplateGenerator:
                 per_item.setdefault(item.number, []).append(shape)
                 match = next((c for c in candidates if same_statement(c.stems, shape, vocab)), None)
                 if match is None:
-                    match = _Candidate(sentence, shape, [item], context=stems | stems_of(context))
+                    match = Statement(sentence, shape, [item], context=stems | stems_of(context))
                     candidates.append(match)
                 elif item not in match.sources:
                     match.sources.append(item)
@@ -233,7 +171,7 @@ class TemplateGenerator:
         candidates.sort(key=lambda c: (c.history, -c.score, min(i.number for i in c.sources)))
         return candidates, metadata
 
-    def _agreed_wording(self, cand: _Candidate, *, weights_by_witness: dict[str, float], cited: set[str]) -> str:
+    def _agreed_wording(self, cand: Statement, *, weights_by_witness: dict[str, float], cited: set[str]) -> str:
         """The candidate's sentence keeping only the content words most of its (weighted) witnesses state.
 
         A compound document is one witness, stating what all its documents state; when every
@@ -269,13 +207,13 @@ class TemplateGenerator:
         text = consensus_text(base, agreed, ranges=ranges)
         return text or cand.text
 
-    def _agree_on_positions(self, chosen: list[_Candidate], items: tuple[EvidenceItem, ...], trace: list[str],
+    def _agree_on_positions(self, chosen: list[Statement], items: tuple[EvidenceItem, ...], trace: list[str],
                             matches: Mapping[int, float]) -> None:
         """Leave out of every chosen claim the position words its witnesses, over all the chosen claims,
         do not agree on (kira.reasoning.position_agreement)."""
         if not self.vocab.position_axes:
             return
-        weights = _weights(items, matches)
+        weights = vote_weights(items, matches)
         weight_of: dict[str, float] = {}
         for item in items:
             w = witness(item)
@@ -332,12 +270,12 @@ class TemplateGenerator:
         if not candidates:
             # Only bookkeeping: fall back to the best item's text as written.
             best = max(pool, key=lambda i: (i.score * pack.matches.get(i.number, 1.0), -i.number))
-            candidates = [_Candidate(text_of(best).rstrip("."), stems_of(text_of(best)), [best], support=1.0)]
+            candidates = [Statement(text_of(best).rstrip("."), stems_of(text_of(best)), [best], support=1.0)]
         trace.append(
             ("What the evidence states, by support weighted by score and match: " if pack.matches else
              "What the evidence states, by score-weighted support: ")
             + "; ".join(
-                f"'{c.text}' from {format_citation(_numbers(c.sources))} (support {c.support:.0%}"
+                f"'{c.text}' from {format_citation(numbers_of(c.sources))} (support {c.support:.0%}"
                 + (f", matches {c.relevance:.0%} of the question's terms" if c.relevance else "")
                 + (", states a change the question asks about" if c.reports_change else "")
                 + ")"
@@ -345,7 +283,7 @@ class TemplateGenerator:
             )
             + "."
         )
-        candidates = _clear_first(candidates, pack.matches, trace)
+        candidates = clear_match_first(candidates, pack.matches, trace)
         top = candidates[0]
         chosen = [top]
         comparison = is_comparison(question, self.vocab)
@@ -353,7 +291,7 @@ class TemplateGenerator:
         for cand in candidates[1:]:
             if len(chosen) >= self.max_claims or cand.history or cand.score < self.min_support_ratio * top.score:
                 break
-            if _restates(cand, chosen):  # "low-pass filter" then "low-pass filter, R1 = 4.7k": one claim twice
+            if restates(cand, chosen):  # "low-pass filter" then "low-pass filter, R1 = 4.7k": one claim twice
                 continue
             if comparison and {witness(i) for i in top.sources} & {witness(i) for i in cand.sources}:
                 chosen.append(cand)  # a comparison: another state of the same compound document complements it
@@ -366,7 +304,7 @@ class TemplateGenerator:
         silent = [i for i in pool if i.number not in agreeing]
         if silent:
             trace.append(
-                f"Conflict or silence: {format_citation(_numbers(silent))} state(s) none of it"
+                f"Conflict or silence: {format_citation(numbers_of(silent))} state(s) none of it"
                 + (f" (e.g. '{candidates[len(chosen)].text}')" if len(candidates) > len(chosen) else "")
                 + "; outweighed."
             )
@@ -379,13 +317,13 @@ class TemplateGenerator:
                              "one multiview set to compare.")
             elif agreement.agrees:
                 trace.append(
-                    f"The question asks what views show together: {format_citation(_numbers(agreement.items))}, "
+                    f"The question asks what views show together: {format_citation(numbers_of(agreement.items))}, "
                     f"views of one multiview set ({agreement.view_set}), each state '{top.text}'."
                 )
             else:
                 trace.append(
-                    f"The question asks what views show together: of {format_citation(_numbers(agreement.items))}, "
-                    f"views of one multiview set ({agreement.view_set}), {format_citation(_numbers(agreement.missing))} "
+                    f"The question asks what views show together: of {format_citation(numbers_of(agreement.items))}, "
+                    f"views of one multiview set ({agreement.view_set}), {format_citation(numbers_of(agreement.missing))} "
                     f"do(es) not state '{top.text}' (a view whose text is only bookkeeping cannot be compared), "
                     "so the answer does not say they agree."
                 )
@@ -397,12 +335,12 @@ class TemplateGenerator:
         )
         claims = []
         for cand in chosen:
-            cited = _numbers(cand.sources[: self.max_citations])
+            cited = numbers_of(cand.sources[: self.max_citations])
             text = cand.text
             if agreement is not None and cand is top:  # the claim cites every view that states it
                 views = list(agreement.items)
                 rest = [i for i in cand.sources if i not in views]
-                cited = _numbers((views + rest)[: max(self.max_citations, len(views))])
+                cited = numbers_of((views + rest)[: max(self.max_citations, len(views))])
                 text = agreement.word(text)
             claims.append(Claim(text=_sentence(text, format_citation(cited)), citations=cited))
         trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence that states it.")
