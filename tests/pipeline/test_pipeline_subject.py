@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from pipeline_fakes import FakeStack, flat
 
@@ -80,3 +81,19 @@ def test_a_question_naming_no_subject_is_answered_from_all_the_evidence(kb):
     result = Kira(kb).ask("a large crack", variant="full")
     assert not result.evidence.similar and result.evidence.subject == ""
     assert "crack" in result.answer.text.lower()
+
+
+def test_the_subject_is_its_documents_and_their_groups_by_document_chunk(kb):
+    """subject_heads: the named documents' chunks and their sequence partners, read without any row; the subject
+    stage splits the evidence by them and says how many documents the subject holds."""
+    from kira.grounding.stages import subject_documents, subject_heads
+
+    heads_of = kb.document_chunk_ids(["S101-v0", "S101-v1", "S202-v0", "S202-v1", "G1"])
+    named = [heads_of["S101-v0"]]  # naming one visit names the sequence
+    assert subject_heads(kb, named) == frozenset({heads_of["S101-v0"], heads_of["S101-v1"]})
+    assert subject_documents(kb, np.asarray(named)) == frozenset({"S101-v0", "S101-v1"})
+    assert subject_heads(kb, []) == frozenset()
+    result = Kira(kb).ask("What does subject S101 show?", image=flat(RED, spot=(BLUE, 8, 8, 20)), top_k=4)
+    trace = result.trace["subject"]
+    assert trace["document_count"] == 2 and trace["documents"] == ["S101-v0", "S101-v1"]
+    assert {i.doc_id for i in result.evidence.similar} <= {"S202-v0", "S202-v1", "G1"}

@@ -101,18 +101,39 @@ class Subject:
     name = "subject"
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
-        subject = subject_documents(ctx.kb, state.facts.named_chunks)
-        if not subject:
+        heads = subject_heads(ctx.kb, state.facts.named_chunks)
+        if not heads:
             pack = EvidencePack.from_items(state.question, state.kept, state.dropped)
             return state.evolve(pack=pack)
-        own = [i for i in state.kept if i.doc_id in subject]
-        others = [i for i in state.kept if i.doc_id not in subject]
+        # which kept items are the subject's, by document chunk id: no row of the subject's documents is read (a
+        # subject named by a shared metadata value spans hundreds of them)
+        kept_heads = ctx.kb.document_chunk_of(np.asarray([i.chunk_id for i in state.kept], dtype=np.int64)).tolist()
+        mine = [(h if h >= 0 else i.chunk_id) in heads for i, h in zip(state.kept, kept_heads)]
+        own = [i for i, m in zip(state.kept, mine) if m]
+        others = [i for i, m in zip(state.kept, mine) if not m]
         if not own:  # nothing of the subject reached the evidence: the rest is not about it either
             own, others = [], list(state.kept)
         label = ", ".join(sorted(state.facts.named_terms))
         pack = EvidencePack.from_items(state.question, own, state.dropped, similar=others, subject=label)
-        return state.evolve(pack=pack, trace={"subject": {"named": label, "documents": sorted(subject)[:20],
-                                                          "similar_cases": len(others)}})
+        shown_docs = sorted(row.doc_id for row in ctx.kb.chunks(sorted(heads)[:TRACED_DOCUMENTS]).values())
+        return state.evolve(pack=pack, trace={"subject": {"named": label, "documents": shown_docs,
+                                                          "document_count": len(heads), "similar_cases": len(others)}})
+
+
+TRACED_DOCUMENTS = 20
+"""The trace names at most this many of the subject's documents (``document_count`` says how many)."""
+
+
+def subject_heads(kb: KnowledgeBaseLike, named_chunks: np.ndarray) -> frozenset[int]:
+    """The document chunk ids of the subject(s) `named_chunks` name: their documents' and every document's of their
+    compound groups (kira.knowledge_base: what temporal sequences and multiview sets group). A named chunk outside
+    any document stands for itself."""
+    if not len(named_chunks):
+        return frozenset()
+    named = np.asarray(named_chunks, dtype=np.int64)
+    heads = {int(h) if h >= 0 else int(c) for c, h in zip(named.tolist(), kb.document_chunk_of(named).tolist())}
+    partners = kb.compounds_for(chunk_ids=heads).partners  # the groups of these documents alone (per hit on Milvus)
+    return frozenset(heads.union(*(partners.get(h, ()) for h in heads)))
 
 
 class Generate:
@@ -205,4 +226,4 @@ def _needed(part: Part | None, stage: str) -> Part:
     return part
 
 
-__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "subject_documents"]
+__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "subject_documents", "subject_heads"]

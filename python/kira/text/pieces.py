@@ -9,6 +9,7 @@ so they live below both.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kira.text.tokens import content_tokens
@@ -18,6 +19,7 @@ _FIELD_HEADS = ("tags:", "text:", "labels:")
 _LOCATION = re.compile(r"^(?:region|patch|document) at x \d+-\d+, y \d+-\d+ of \d+x\d+$")
 _NUMBER_IN_PARENS = re.compile(r"\s*\([^()]*\d[^()]*\)")
 _PERCENT = re.compile(r"\s*\b\d+(?:\.\d+)?%")
+PARTS_REMEMBERED = 8192  # summaries (and parts) whose split a process keeps: evidence items recur across asks
 
 
 def summary_pieces(summary: str) -> list[str]:
@@ -32,7 +34,14 @@ def summary_pieces(summary: str) -> list[str]:
 
 def describer_parts(summary: str, caption: str) -> tuple[str, list[str]]:
     """(location, measurement parts) of a described image's `summary`: its ";" parts that are neither the
-    user's `caption`, a field (tags, text read, labels) nor its location, as written (figures kept)."""
+    user's `caption`, a field (tags, text read, labels) nor its location, as written (figures kept).
+    Remembered per (summary, caption): an ask reads each evidence item's parts many times."""
+    location, measured = _describer_parts(summary, caption)
+    return location, list(measured)
+
+
+@functools.lru_cache(maxsize=PARTS_REMEMBERED)
+def _describer_parts(summary: str, caption: str) -> tuple[str, tuple[str, ...]]:
     location = ""
     measured: list[str] = []
     rest = summary.strip()
@@ -47,7 +56,7 @@ def describer_parts(summary: str, caption: str) -> tuple[str, list[str]]:
         if part.startswith(("text ", "tags ")) or part in (caption or ""):
             continue
         measured.append(part)
-    return location, measured
+    return location, tuple(measured)
 
 
 def is_location(part: str) -> bool:
@@ -63,6 +72,7 @@ def appearance_parts(summary: str, caption: str | None = None) -> list[str]:
     return describer_parts(summary, caption or "")[1]
 
 
+@functools.lru_cache(maxsize=PARTS_REMEMBERED)
 def appearance_words(part: str) -> str:
     """A describer part without its figures: 'A dark, ... image (512x512, square) dominated by gray (80%)'
     -> 'a dark, ... image dominated by gray'; a salient-region part gives ""."""
