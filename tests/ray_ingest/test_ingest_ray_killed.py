@@ -28,7 +28,7 @@ def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkey
     from kira.knowledge_base import KnowledgeBase
     from kira.models import load_default
     from kira.ray_ingest.kb import ingest_ray_kb
-    from kira.ray_ingest.runtime import stop_ray
+    from kira.ray_ingest.runtime import start_ray, stop_ray
 
     folder = tmp_path / "images"
     names = _corpus(folder)
@@ -36,10 +36,10 @@ def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkey
     monkeypatch.setenv(KILL_MARK, str(mark))
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)  # the "token" this ray.init writes there is undone after the test
     stack = load_default(prefer_cuda=False, threads=1)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"worker_process_setup_hook": die_after_the_first_write,
-                          "env_vars": {KILL_MARK: str(mark), "PYTHONPATH": os.pathsep.join(  # tests/ (the hook's module), kira's
-                              [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}})
+    # start_ray tries twice: on a loaded machine the raylet can miss Ray's fixed 30 s start wait
+    start_ray(ray, runtime_env={"worker_process_setup_hook": die_after_the_first_write,
+                                "env_vars": {KILL_MARK: str(mark), "PYTHONPATH": os.pathsep.join(  # tests/ (the hook), kira's
+                                    [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}})
     remote = KnowledgeBase.create(tmp_path / "ray", models=stack, backend="milvus")
     local = KnowledgeBase.create(tmp_path / "local", models=stack, backend="milvus")
     try:

@@ -132,3 +132,31 @@ def test_stop_ray_reaps_every_process_its_node_started():
     finally:
         stop_ray(ray)
     assert all(child.returncode is not None for child in children)
+
+
+def test_start_ray_passes_its_options_and_tries_a_failed_start_once_more():
+    """A start that times out (Ray's fixed 30 s raylet wait, on a loaded machine) is stopped and tried again, with the
+    same options; a second failure is raised."""
+    calls = []
+
+    class FlakyRay:
+        def __init__(self, failures):
+            self.failures = failures
+
+        def is_initialized(self):
+            return False
+
+        def init(self, **kwargs):
+            calls.append(kwargs)
+            if len(calls) <= self.failures:
+                raise Exception("The current node timed out during startup.")
+
+        def shutdown(self):
+            pass
+
+    start_ray(FlakyRay(1), runtime_env={"env_vars": {"A": "1"}})
+    assert len(calls) == 2 and all(c["runtime_env"] == {"env_vars": {"A": "1"}} and c["num_cpus"] == 2 for c in calls)
+    calls.clear()
+    with pytest.raises(Exception, match="timed out during startup"):
+        start_ray(FlakyRay(2))
+    assert len(calls) == 2

@@ -35,16 +35,16 @@ _UNSET = object()
 _auth_before: list[Any] = []  # RAY_AUTH_MODE as it was before `start_ray` (or _UNSET), until `stop_ray` puts it back
 
 
-def start_ray(ray: Any, address: str | None = None) -> None:
-    """``ray.init`` on `address` (None: a new local Ray with 2 CPUs), tried twice; raises what the second
-    try raised."""
+def start_ray(ray: Any, address: str | None = None, **options: Any) -> None:
+    """``ray.init`` on `address` (None: a new local Ray with 2 CPUs), with further ``ray.init`` `options` (e.g. a
+    ``runtime_env``), tried twice; raises what the second try raised."""
     for attempt in (1, 2):
         if not ray.is_initialized():
             _auth_before[:] = [os.environ.get(AUTH_MODE, _UNSET)]
             reload_auth_settings()  # this job's mode, not the one an earlier job's Ray left cached (module docstring)
         try:
-            ray.init(address=address, num_cpus=None if address else 2, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+            ray.init(**{"address": address, "num_cpus": None if address else 2, "include_dashboard": False,
+                        "log_to_driver": False, "configure_logging": False, **options})
             return
         except Exception:  # noqa: BLE001 - Ray raises a bare Exception for a start timeout
             stop_ray(ray)  # stops what the failed start left running
