@@ -97,3 +97,22 @@ def test_the_subject_is_its_documents_and_their_groups_by_document_chunk(kb):
     trace = result.trace["subject"]
     assert trace["document_count"] == 2 and trace["documents"] == ["S101-v0", "S101-v1"]
     assert {i.doc_id for i in result.evidence.similar} <= {"S202-v0", "S202-v1", "G1"}
+
+
+def test_the_subject_follows_its_groups_from_one_to_the_next(tmp_path, kb_factory):
+    """A0-A1 are a sequence, A1-B1 two views of one moment: naming A0 names B1 too, as the compound document
+    (kira.knowledge_base.compound) holds all three."""
+    from kira.grounding.stages import subject_documents, subject_heads
+
+    base = kb_factory(tmp_path / "kb", models=FakeStack())
+    base.add_image(flat(RED), doc_id="A0", caption="a red record", sequence=("A", 0))
+    base.add_image(flat(GREEN), doc_id="A1", caption="a green record", sequence=("A", 1), view=("M", 0))
+    base.add_image(flat(BLUE), doc_id="B1", caption="a blue record", view=("M", 1))
+    base.add_image(flat(RED, spot=(BLUE, 8, 8, 12)), doc_id="C", caption="another record")
+    base.commit()
+    heads = base.document_chunk_ids(["A0", "A1", "B1", "C"])
+    try:
+        assert subject_heads(base, [heads["A0"]]) == frozenset({heads["A0"], heads["A1"], heads["B1"]})
+        assert subject_documents(base, np.asarray([heads["A0"]])) == frozenset({"A0", "A1", "B1"})
+    finally:
+        base.close()

@@ -126,14 +126,18 @@ TRACED_DOCUMENTS = 20
 
 def subject_heads(kb: KnowledgeBaseLike, named_chunks: np.ndarray) -> frozenset[int]:
     """The document chunk ids of the subject(s) `named_chunks` name: their documents' and every document's of their
-    compound groups (kira.knowledge_base: what temporal sequences and multiview sets group). A named chunk outside
-    any document stands for itself."""
+    compound documents (kira.knowledge_base: what temporal sequences and multiview sets group, followed from group
+    to group, as `subject_documents` does). A named chunk outside any document stands for itself."""
     if not len(named_chunks):
         return frozenset()
     named = np.asarray(named_chunks, dtype=np.int64)
     heads = {int(h) if h >= 0 else int(c) for c, h in zip(named.tolist(), kb.document_chunk_of(named).tolist())}
-    partners = kb.compounds_for(chunk_ids=heads).partners  # the groups of these documents alone (per hit on Milvus)
-    return frozenset(heads.union(*(partners.get(h, ()) for h in heads)))
+    frontier = set(heads)
+    while frontier:  # a film's multiview partner's own sequence belongs to the subject too
+        partners = kb.compounds_for(chunk_ids=frontier).partners  # these documents' groups (per hit on Milvus)
+        frontier = set().union(*(partners.get(h, ()) for h in frontier)) - heads
+        heads |= frontier
+    return frozenset(heads)
 
 
 class Generate:
