@@ -11,36 +11,22 @@ decides (tests/pipeline/test_answers_graded.py: equally sure matches keep retrie
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from skimage_photos import CAPTIONS, captioned_kb, skimage_rgb
 
-from kira.knowledge_base import KnowledgeBase
 from kira.pipeline import Kira
 from kira.reasoning.relevance import CLEAR_MATCH, _surest
 from kira.reasoning.template_generator import TemplateGenerator
 from kira.reasoning.types import EvidenceItem, EvidencePack
 
-skimage_data = pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
 
-CAPTIONS = {
-    "camera": "black and white photo of a man with a camera on a tripod",
-    "clock": "a wall clock photographed at an angle",
-    "coffee": "a cup of coffee on a saucer with a spoon",
-    "astronaut": "portrait of an astronaut in a white spacesuit in front of the flag",
-}
-
-
-def _rgb(image: np.ndarray) -> np.ndarray:
-    image = np.asarray(image)
-    return np.ascontiguousarray(np.repeat(image[:, :, None], 3, 2) if image.ndim == 2 else image[:, :, :3])
+PHOTOS = ("camera", "clock", "coffee", "astronaut")
 
 
 @pytest.fixture(scope="module")
 def kira(tmp_path_factory):
-    base = KnowledgeBase.create(tmp_path_factory.mktemp("clear") / "kb")
-    for n, (name, caption) in enumerate(CAPTIONS.items()):
-        base.add_image(_rgb(getattr(skimage_data, name)()), doc_id=f"IMG_{3100 + n}", caption=caption)
-    base.commit()
+    base = captioned_kb(tmp_path_factory.mktemp("clear") / "kb", {name: CAPTIONS[name] for name in PHOTOS})
     yield Kira(base)
     base.close()
 
@@ -54,7 +40,7 @@ def test_the_clear_match_leads_the_evidence_and_the_answer(kira, variant):
     assert result.answer.plain_text.startswith("Black and white photo of a man with a camera"), result.answer.text
     assert "clock" not in result.answer.text.lower()
     assert result.answer.confidence is not None and result.answer.confidence > 0.9
-    assert "[Evidence 1] IMG_" in result.card.to_text() and "matches the question 0.9" in result.card.to_text()
+    assert "[Evidence 1] camera" in result.card.to_text() and "matches the question 0.9" in result.card.to_text()
 
 
 def test_surest_prefers_a_clear_match_and_keeps_retrieval_order_among_clear_ones():
@@ -101,7 +87,7 @@ def test_with_a_query_image_the_question_words_do_not_weigh_the_votes(kira):
     """The evidence of an image query is what the image matches: the question's words do not weigh its votes
     (on DomainVQA-R's films, weighing them by 'what finding does this film show?' swapped image-query answers
     for worse ones)."""
-    result = kira.ask("a photo of a man", image=_rgb(skimage_data.coffee()), top_k=5)
+    result = kira.ask("a photo of a man", image=skimage_rgb("coffee"), top_k=5)
     assert result.trace["relevance"]["items"]  # the judge measured the question's words against each item ...
     assert result.evidence.matches == {}  # ... and the votes do not weigh them
     assert "the query image shows this image" in result.card.to_text()  # the card says what the image matched

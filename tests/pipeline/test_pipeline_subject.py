@@ -114,5 +114,7 @@ def test_the_subject_follows_its_groups_from_one_to_the_next(tmp_path, kb_factor
     try:
         assert subject_heads(base, [heads["A0"]]) == frozenset({heads["A0"], heads["A1"], heads["B1"]})
         assert subject_documents(base, np.asarray([heads["A0"]])) == frozenset({"A0", "A1", "B1"})
+        compound_of = base.compounds().compound_of  # the union-find of the groups agrees
+        assert {d for d, key in compound_of.items() if key == compound_of["A0"]} == {"A0", "A1", "B1"}
     finally:
         base.close()
