@@ -160,3 +160,16 @@ def test_start_ray_passes_its_options_and_tries_a_failed_start_once_more():
     with pytest.raises(Exception, match="timed out during startup"):
         start_ray(FlakyRay(2))
     assert len(calls) == 2
+
+
+def test_a_failed_starts_leftover_ray_processes_are_reaped():
+    """What a failed ray.init started is not its node's, so stop_ray has no handle on it: start_ray's retry reaps
+    every unreaped Ray process instead, before a collector would warn about it."""
+    import subprocess
+    import sys
+
+    from kira.ray_ingest.runtime import _reap_orphans
+
+    leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "raylet"])
+    _reap_orphans()
+    assert leftover.returncode is not None

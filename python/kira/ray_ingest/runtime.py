@@ -48,6 +48,7 @@ def start_ray(ray: Any, address: str | None = None, **options: Any) -> None:
             return
         except Exception:  # noqa: BLE001 - Ray raises a bare Exception for a start timeout
             stop_ray(ray)  # stops what the failed start left running
+            _reap_orphans()  # a failed start's processes are not the node's: stop_ray has no handle on them
             if attempt == 2:
                 raise
             log.warning("ray.init failed; trying once more")
@@ -84,6 +85,21 @@ def _node_processes(ray: Any) -> list[subprocess.Popen[Any]]:
     groups = getattr(node, "all_processes", None) or {}
     return [info.process for infos in groups.values() for info in infos
             if isinstance(getattr(info, "process", None), subprocess.Popen)]
+
+
+def _reap_orphans() -> None:
+    """Kill and wait for every ``Popen`` of a Ray process still unreaped in this process (what a failed ``ray.init``
+    started and dropped), with their ResourceWarning silenced: else a collector warns about them later."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        for child in [o for o in gc.get_objects() if isinstance(o, subprocess.Popen)]:
+            if child.returncode is None and "ray" in str(child.args):
+                if child.poll() is None:
+                    child.kill()
+                try:
+                    child.wait(timeout=REAP_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    pass
 
 
 def reload_auth_settings() -> None:
