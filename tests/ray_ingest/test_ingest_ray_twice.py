@@ -8,6 +8,7 @@ Before the fix, a first local job (Ray 2.60 turns token authentication on for a 
 
 from __future__ import annotations
 
+import gc
 import os
 
 import numpy as np
@@ -163,13 +164,29 @@ def test_start_ray_passes_its_options_and_tries_a_failed_start_once_more():
 
 
 def test_a_failed_starts_leftover_ray_processes_are_reaped():
-    """What a failed ray.init started is not its node's, so stop_ray has no handle on it: start_ray's retry reaps
-    every unreaped Ray process instead, before a collector would warn about it."""
+    """What a failed ray.init started is not its node's, so stop_ray has no handle on it: start_ray's retry kills and
+    reaps each Ray process started since the try began, and its dropped handle then finds it gone without a warning;
+    a child that is not Ray's is left alone."""
     import subprocess
     import sys
+    import warnings
 
-    from kira.ray_ingest.runtime import _reap_orphans
+    from kira.ray_ingest.runtime import _child_pids, _reap_children_since
 
+    before = _child_pids()
     leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "raylet"])
-    _reap_orphans()
-    assert leftover.returncode is not None
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert {leftover.pid, bystander.pid} <= _child_pids() - before
+        _reap_children_since(before)
+        with pytest.raises(ProcessLookupError):
+            os.kill(leftover.pid, 0)  # killed and reaped: no zombie left either
+        assert bystander.poll() is None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            assert leftover.poll() is not None  # the handle sees its process gone
+            del leftover
+            gc.collect()
+    finally:
+        bystander.kill()
+        bystander.wait()

@@ -24,7 +24,9 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
 import subprocess
+import time
 import warnings
 from typing import Any
 
@@ -39,6 +41,7 @@ def start_ray(ray: Any, address: str | None = None, **options: Any) -> None:
     """``ray.init`` on `address` (None: a new local Ray with 2 CPUs), with further ``ray.init`` `options` (e.g. a
     ``runtime_env``), tried twice; raises what the second try raised."""
     for attempt in (1, 2):
+        children_before = _child_pids()
         if not ray.is_initialized():
             _auth_before[:] = [os.environ.get(AUTH_MODE, _UNSET)]
             reload_auth_settings()  # this job's mode, not the one an earlier job's Ray left cached (module docstring)
@@ -48,7 +51,7 @@ def start_ray(ray: Any, address: str | None = None, **options: Any) -> None:
             return
         except Exception:  # noqa: BLE001 - Ray raises a bare Exception for a start timeout
             stop_ray(ray)  # stops what the failed start left running
-            _reap_orphans()  # a failed start's processes are not the node's: stop_ray has no handle on them
+            _reap_children_since(children_before)  # a failed start's processes are not the node's: stop_ray has no handle on them
             if attempt == 2:
                 raise
             log.warning("ray.init failed; trying once more")
@@ -87,19 +90,44 @@ def _node_processes(ray: Any) -> list[subprocess.Popen[Any]]:
             if isinstance(getattr(info, "process", None), subprocess.Popen)]
 
 
-def _reap_orphans() -> None:
-    """Kill and wait for every ``Popen`` of a Ray process still unreaped in this process (what a failed ``ray.init``
-    started and dropped), with their ResourceWarning silenced: else a collector warns about them later."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        for child in [o for o in gc.get_objects() if isinstance(o, subprocess.Popen)]:
-            if child.returncode is None and "ray" in str(child.args):
-                if child.poll() is None:
-                    child.kill()
-                try:
-                    child.wait(timeout=REAP_WAIT_S)
-                except subprocess.TimeoutExpired:
-                    pass
+def _child_pids() -> set[int]:
+    """The pids of this process's children, zombies included (read from /proc; empty where there is none)."""
+    me, pids = os.getpid(), set[int]()
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return pids
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold spaces
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 1 and int(fields[1]) == me:
+            pids.add(int(name))
+    return pids
+
+
+def _reap_children_since(before: set[int]) -> None:
+    """Kill and reap each Ray process this process started since `before` was taken (what a failed ``ray.init``
+    started and dropped). By pid, not through Ray's dropped ``Popen`` handles: once a child is reaped, its handle
+    finds it gone when a collector gets to it, and does not warn."""
+    for pid in sorted(_child_pids() - before):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"ray" not in cmdline.read():
+                    continue  # not Ray's: another thread's child
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
+        deadline = time.monotonic() + REAP_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    break
+            except ChildProcessError:
+                break  # reaped already (by its Popen)
+            time.sleep(0.01)
 
 
 def reload_auth_settings() -> None:
