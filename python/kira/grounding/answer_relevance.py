@@ -2,6 +2,8 @@
 
 * `relevant_first`: when the nearest item does not match the question, the items that do go first.
 * `judge`: the relevance verdict of the evidence for the question (None without a text encoder).
+* `on_topic_similar`: a text question's similar cases are only those that match what it asks besides
+  its subject's name: another subject's evidence retrieved for a passing word ("colour") is no similar case.
 * `abstention`: the answer when nothing in the evidence is relevant: it says so plainly and names
   the closest items (kira.reasoning.field_answer), has no claims, ``abstained=True``.
 * `on_topic`: after verification, a claim that cites only items the verdict found irrelevant does
@@ -20,7 +22,7 @@ from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import abstention_text
-from kira.reasoning.relevance import Relevance, RelevanceJudge
+from kira.reasoning.relevance import Relevance, RelevanceJudge, question_words
 from kira.reasoning.types import Answer, EvidencePack
 
 log = logging.getLogger(__name__)
@@ -48,20 +50,40 @@ def label_vocabulary(models: ModelStack) -> tuple[str, ...]:
     return tuple(getattr(getattr(models, "captioner", None), "vocabulary", ()) or ())
 
 
-def judge(ctx: StageContext, state: QueryState, pack: EvidencePack) -> Relevance | None:
-    """The verdict on `pack` for the state's question; None when the stack has no text encoder."""
+def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: str | None = None) -> Relevance | None:
+    """The verdict on `pack` for the state's question (or `question`); None when the stack has no text encoder."""
     encoder = getattr(ctx.models, "text", None)
     if encoder is None or not callable(getattr(encoder, "encode", None)):
         return None
     words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
     extra: dict[str, Any] = {}
-    vector = state.query.embeds_question(state.question) if state.query is not None else None
+    vector = state.query.embeds_question(state.question) if state.query is not None and question is None else None
     if vector is not None:
         extra["question_vector"] = vector  # the question as the query encoding embedded it
     if pack.items and built_with_this_text_encoder(ctx.kb, ctx.models):
         extra["known"] = stored_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
     judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models))
-    return judge_.judge(state.question, pack, image_query=state.image_query, **extra)
+    return judge_.judge(state.question if question is None else question, pack, image_query=state.image_query,
+                        **extra)
+
+
+def on_topic_similar(ctx: StageContext, state: QueryState, pack: EvidencePack) -> tuple[EvidencePack, list[str]]:
+    """`pack` with only the similar cases that match the question less its subject's name ("what colour is the
+    coffee cup?" naming the document 'coffee' asks other subjects about a cup; a photo whose caption says
+    "colour" is no similar case), and the doc ids of those left out. With a query image the similar cases are
+    what the image looks like, and a question with nothing left to judge by keeps them all."""
+    if not pack.similar or state.image_query:
+        return pack, []
+    named = {t.lower() for t in state.facts.named_terms}
+    rest = [w for w in question_words(state.question) if w.lower() not in named]
+    verdict = judge(ctx, state, pack.similar_pack(), " ".join(rest)) if rest else None
+    if verdict is None or verdict.score is None:
+        return pack, []
+    kept = [i for i in pack.similar if verdict.matches(i.number)]
+    if len(kept) == len(pack.similar):
+        return pack, []
+    off = list(dict.fromkeys(i.doc_id for i in pack.similar if not verdict.matches(i.number)))
+    return EvidencePack.from_items(pack.question, pack.items, pack.dropped, similar=kept, subject=pack.subject), off
 
 
 def relevance_note(verdict: Relevance) -> dict[str, Any]:

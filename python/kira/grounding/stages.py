@@ -6,10 +6,11 @@
   question names and the document a query image clearly shows (a copy, crop or mirror) are
   kept whatever it says; an uncalibrated critic never drops the top fused result.
 * `Subject`: when the question names a subject (its documents and their compound
-  partners), the pack holds that subject's items, and every other item only as a similar
-  case (kira.reasoning.subject).
-* `Generate`: the generator over the subject's items, and apart over the similar cases;
-  the subject invariant is enforced on what it wrote.
+  partners), or names none and its query image clearly shows a stored document (a copy, crop
+  or mirror: that document and its partners), the pack holds that subject's items, and every
+  other item only as a similar case (kira.reasoning.subject).
+* `Generate`: the generator over the subject's items, and apart over the similar cases that
+  match a text question besides its subject's name; the subject invariant is enforced on what it wrote.
 * `Verify`: the grounding verifier scores every claim against the evidence it may cite.
 """
 
@@ -21,8 +22,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from kira.grounding.answer_relevance import (abstention, judge, on_topic, relevance_note, relevance_step,
-                                             relevant_first)
+from kira.grounding.answer_relevance import (abstention, judge, on_topic, on_topic_similar, relevance_note,
+                                             relevance_step, relevant_first)
 from kira.grounding.evidence import build_items, diverse, hops_with_documents
 from kira.grounding.pieces import built_with_this_text_encoder, shown_rows, stored_piece_vectors, stored_shown_vectors
 from kira.knowledge_base.protocols import KnowledgeBaseLike
@@ -102,6 +103,11 @@ class Subject:
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         heads = subject_heads(ctx.kb, state.facts.named_chunks)
+        label = ", ".join(sorted(state.facts.named_terms))
+        if not heads and state.image_query:  # the document a query image clearly shows is what it asks about
+            shown = [i for i in state.kept if "clear_match" in i.paths]
+            heads = subject_heads(ctx.kb, np.asarray([i.chunk_id for i in shown], dtype=np.int64))
+            label = ", ".join(sorted({i.doc_id for i in shown}))
         if not heads:
             pack = EvidencePack.from_items(state.question, state.kept, state.dropped)
             return state.evolve(pack=pack)
@@ -113,7 +119,6 @@ class Subject:
         others = [i for i, m in zip(state.kept, mine) if not m]
         if not own:  # nothing of the subject reached the evidence: the rest is not about it either
             own, others = [], list(state.kept)
-        label = ", ".join(sorted(state.facts.named_terms))
         pack = EvidencePack.from_items(state.question, own, state.dropped, similar=others, subject=label)
         shown_docs = sorted(row.doc_id for row in ctx.kb.chunks(sorted(heads)[:TRACED_DOCUMENTS]).values())
         return state.evolve(pack=pack, trace={"subject": {"named": label, "documents": shown_docs,
@@ -151,6 +156,7 @@ class Generate:
 
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         pack = state.pack if state.pack is not None else EvidencePack.from_items(state.question, state.kept)
+        pack, off_topic = on_topic_similar(ctx, state, pack)
         verdict = judge(ctx, state, pack)
         if verdict is not None and verdict.relevant:
             pack, verdict = relevant_first(pack, verdict)
@@ -158,7 +164,9 @@ class Generate:
             # each vote weighs how far it answers the question; with a query image the evidence is what the image
             # matches, and a question's words ("what does this film show?") do not rank it
             pack = dataclasses.replace(pack, matches=dict(verdict.items))
-        note = {"relevance": relevance_note(verdict)} if verdict is not None else {}
+        note: dict[str, Any] = {"relevance": relevance_note(verdict)} if verdict is not None else {}
+        if off_topic:
+            note["similar_cases_off_topic"] = off_topic
         if verdict is not None and not verdict.relevant and pack.items:
             return state.evolve(pack=pack, relevance=verdict, answer=abstention(state, pack, verdict), trace=note)
         answer = ctx.generator.generate(state.question, pack)

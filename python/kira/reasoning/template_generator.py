@@ -47,7 +47,7 @@ from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
 from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_ranges, without_words
 from kira.reasoning.position_agreement import disputed_positions
-from kira.reasoning.field_answer import item_sentence
+from kira.reasoning.field_answer import QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.statement_votes import Statement, clear_match_first, numbers_of, restates, vote_weights
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
@@ -263,7 +263,9 @@ class TemplateGenerator:
         )
         first = pool[0]  # the pack's order is the order to read it in (best first)
         if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
-            return self._from_fields(question, first, trace)
+            lead = "Another image" if pack.of_similar_cases else \
+                QUERY_SHOWS if "clear_match" in first.paths else "The closest match"
+            return self._from_fields(question, first, trace, lead)
         candidates, metadata = self._candidates(question, pool, pack.matches)
         if metadata:
             trace.append("Set aside as bookkeeping: " + "; ".join(metadata[:6]) + ".")
@@ -347,18 +349,19 @@ class TemplateGenerator:
         text = " ".join(claim.text for claim in claims)
         return Answer(text=text, reasoning=tuple(trace), claims=tuple(claims), generator=self.name)
 
-    def _from_fields(self, question: str, best: EvidenceItem, trace: list[str]) -> Answer:
-        """One claim about the closest item from its fields (kira.reasoning.field_answer)."""
+    def _from_fields(self, question: str, best: EvidenceItem, trace: list[str], lead: str) -> Answer:
+        """One claim about the closest item from its fields (kira.reasoning.field_answer), opening with `lead`
+        (`item_sentence`)."""
         appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
         view = shown(best)
         trace.append(
-            f"The closest match, [Evidence {best.number}] {best.doc_id}, has no caption: the answer says what its "
+            f"The first item, [Evidence {best.number}] {best.doc_id}, has no caption: the answer says what its "
             "fields record (tags, text read, classifier labels, metadata)"
             + (", and its measured looks, since the question asks about appearance" if appearance else
                "; its measured looks are not a finding, since the question does not ask about appearance") + ".")
         if view.empty and not (appearance and view.looks):
             trace.append("Nothing recorded says what it shows.")
-        sentence = item_sentence(best, appearance=appearance)
+        sentence = item_sentence(best, appearance=appearance, lead=lead)
         claim = Claim(text=_sentence(sentence, format_citation((best.number,))), citations=(best.number,))
         trace.append("Answer written as 1 claim, citing the item it describes.")
         return Answer(text=claim.text, reasoning=tuple(trace), claims=(claim,), generator=self.name)

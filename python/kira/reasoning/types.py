@@ -123,6 +123,7 @@ class EvidencePack:
     similar: tuple[EvidenceItem, ...] = ()
     subject: str = ""
     matches: Mapping[int, float] = field(default_factory=dict, hash=False)
+    of_similar_cases: bool = False  # the similar cases of a pack (`similar_pack`): none is "the closest match"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "question", "" if self.question is None else str(self.question))
@@ -155,7 +156,7 @@ class EvidencePack:
 
     def similar_pack(self) -> EvidencePack:
         """The similar cases as a pack of their own (their numbers kept), for a generator to word apart."""
-        return EvidencePack(self.question, items=self.similar)
+        return EvidencePack(self.question, items=self.similar, of_similar_cases=True)
 
     @property
     def numbers(self) -> tuple[int, ...]:

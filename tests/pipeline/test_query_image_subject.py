@@ -1,0 +1,101 @@
+"""A query image that clearly shows a stored document names that document as the subject.
+
+"is there a cat?" asked with a crop of the coffee photo was answered "An orange cat lying on a rug
+[Evidence 1, 2]": the relevance verdict put the cat photo first because it matched the question's
+word, as if the user's own image showed a cat. The question is about the image, and the image is a
+crop of 'coffee': the answer now states what coffee's evidence states, and the cat only under
+"Similar cases", apart; the relevance verdict is measured on coffee's items alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+from skimage_photos import CAPTIONS, captioned_kb, skimage_rgb
+
+from kira.pipeline import Kira
+from kira.reasoning.relevance import RelevanceJudge
+from kira.reasoning.subject import SIMILAR_HEADING
+from kira.reasoning.types import EvidenceItem, EvidencePack
+
+pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+
+
+@pytest.fixture(scope="module")
+def kira(tmp_path_factory):
+    captions = {name: CAPTIONS[name] for name in ("coffee", "retina", "camera", "moon")}
+    captions["chelsea"] = "an orange cat lying on a rug"
+    base = captioned_kb(tmp_path_factory.mktemp("image_subject") / "kb", captions)
+    yield Kira(base)
+    base.close()
+
+
+def _crop(name: str):
+    image = skimage_rgb(name)
+    h, w = image.shape[:2]
+    return image[h // 8: h - h // 8, w // 6: w - w // 6]
+
+
+@pytest.mark.parametrize("variant", ["dual_path", "full"])
+def test_a_question_with_a_query_image_is_about_the_document_it_shows(kira, variant):
+    result = kira.ask("is there a cat?", image=_crop("coffee"), top_k=5, variant=variant)
+    assert {i.doc_id for i in result.evidence.items} == {"coffee"}, [i.doc_id for i in result.evidence.items]
+    assert result.evidence.subject == "coffee"
+    assert result.answer.plain_text.startswith("A cup of coffee"), result.answer.text
+    subject_part = result.answer.text.split(SIMILAR_HEADING)[0].lower()
+    assert "cat" not in subject_part  # the cat is never stated about the user's image
+    assert "chelsea" in {i.doc_id for i in result.evidence.similar}  # retrieved for the word 'cat': kept apart
+    assert "orange cat" in result.answer.text.split(SIMILAR_HEADING)[1].lower()
+    assert result.trace["subject"]["documents"] == ["coffee"]
+    assert not result.answer.abstained
+
+
+def test_a_query_image_that_shows_no_stored_document_names_no_subject(kira):
+    result = kira.ask("is there a cat?", image=skimage_rgb("astronaut"), top_k=5)
+    assert "subject" not in result.trace and not result.evidence.similar and result.evidence.subject == ""
+
+
+class _Words:
+    """A bag-of-words text encoder: enough to tell which items the judge measured."""
+
+    dim = 64
+
+    def encode(self, texts):
+        import zlib
+
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, zlib.crc32(word.strip(".,?").encode()) % self.dim] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def _item(number: int, doc: str, caption: str, paths: tuple[str, ...]) -> EvidenceItem:
+    return EvidenceItem(number, number, doc, "document", 1.0 / number, paths, caption, {"caption": caption})
+
+
+def test_the_judge_measures_an_image_query_on_the_document_the_image_shows():
+    pack = EvidencePack.from_items("is there a cat?", [
+        _item(1, "coffee", "a cup of coffee on a saucer", ("visual", "clear_match")),
+        _item(2, "chelsea", "an orange cat lying on a rug", ("visual",))])
+    judge = RelevanceJudge(_Words())
+    shown = judge.judge("is there a cat?", pack, image_query=True)
+    assert shown.best == 1 and shown.basis == "image" and shown.score is None  # the cat elsewhere answers nothing
+    unanchored = judge.judge("is there a cat?", pack)  # a text question: every item is measured
+    assert {n for n, _ in unanchored.items} == {1, 2}
+
+
+def test_on_uncaptioned_photos_the_answer_says_the_query_image_shows_the_subject(tmp_path):
+    """Without captions the subject's sentence says the query image shows it, and a similar case is another image:
+    "The closest match, IMG_1001, ..." under "Similar cases" read as if the cat were the match."""
+    base = captioned_kb(tmp_path / "kb", {name: None for name in ("coffee", "chelsea", "rocket", "camera")})
+    try:
+        result = Kira(base).ask(None, image=_crop("coffee"), top_k=5)
+    finally:
+        base.close()
+    assert result.answer.plain_text.startswith("The query image shows coffee, which has no caption; the image "
+                                               "classifier labels it"), result.answer.text
+    assert result.answer.similar and "closest match" not in result.answer.text.lower(), result.answer.text
+    others = {i.doc_id for i in result.evidence.similar}
+    assert all(c.text.startswith("Another image, ") and c.text.split(", ")[1] in others for c in result.answer.similar)

@@ -1,0 +1,48 @@
+"""A text question's similar cases match what it asks besides its subject's name.
+
+On scikit-image's captioned photos, "what colour is the coffee cup?" names the document 'coffee';
+every other retrieved item became a similar case, and the eye photo ("a colour photograph of the
+back of the eye"), retrieved for the word 'colour', was stated under "Similar cases" though it holds
+no cup. A similar case now has to match the question less the subject's name (here: a cup); with a
+query image the similar cases are what the image looks like, and stay.
+"""
+
+from __future__ import annotations
+
+import pytest
+from skimage_photos import CAPTIONS, captioned_kb, skimage_rgb
+
+from kira.pipeline import Kira
+
+pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")
+
+PHOTOS = ("coffee", "retina", "camera", "clock", "moon")
+
+
+@pytest.fixture(scope="module")
+def kira(tmp_path_factory):
+    captions = {name: CAPTIONS[name] for name in PHOTOS}
+    base = captioned_kb(tmp_path_factory.mktemp("similar") / "kb", captions)
+    base.add_image(skimage_rgb("chelsea")[40:260, 60:360], doc_id="desk",  # another subject that holds a cup
+                   caption="a cat beside a cup of tea on a wooden desk")
+    base.commit()
+    yield Kira(base)
+    base.close()
+
+
+@pytest.mark.parametrize("variant", ["dual_path", "full"])
+def test_a_similar_case_retrieved_for_a_passing_word_is_left_out(kira, variant):
+    result = kira.ask("what colour is the coffee cup?", top_k=5, variant=variant)
+    assert {i.doc_id for i in result.evidence.items} == {"coffee"}
+    similar = {i.doc_id for i in result.evidence.similar}
+    assert "retina" not in similar, result.answer.text
+    assert "eye" not in result.answer.text.lower()
+    assert "retina" in result.trace["similar_cases_off_topic"]
+    assert all(c.citations and set(c.citations) <= {i.number for i in result.evidence.similar}
+               for c in result.answer.similar)
+
+
+def test_a_similar_case_that_matches_the_rest_of_the_question_stays(kira):
+    result = kira.ask("what colour is the coffee cup?", top_k=6, variant="dual_path")
+    assert "desk" in {i.doc_id for i in result.evidence.similar}, [i.doc_id for i in result.evidence.similar]
+    assert "cup of tea" in result.answer.text.split("Similar cases")[-1].lower(), result.answer.text
