@@ -505,6 +505,9 @@ def test_onnx_stack_runs_through_the_pipeline(clip_export, dino_export, blip2_ex
         kb.commit()
     with KnowledgeBase.open(tmp_path / "kb", models=stack) as kb:
         result = Kira(kb, models=stack).ask("what does the chest x-ray show?", image=images[1], top_k=3)
-    assert result.evidence.items and {e.doc_id for e in result.evidence.items} <= {f"img{i}" for i in range(4)}
-    assert any("rerank" in e.paths for e in result.evidence.items)
-    assert set(result.answer.citations) <= {e.number for e in result.evidence.items}
+    # the query image is img1 itself, so img1 is the subject and the rest are similar cases
+    assert {e.doc_id for e in result.evidence.items} == {"img1"}
+    assert {e.doc_id for e in result.evidence.similar} <= {f"img{i}" for i in range(4)} - {"img1"}
+    assert any("rerank" in e.paths for e in (*result.evidence.items, *result.evidence.similar))
+    assert all(set(c.citations) <= {e.number for e in result.evidence.items} for c in result.answer.claims)
+    assert set(result.answer.citations) <= {e.number for e in (*result.evidence.items, *result.evidence.similar)}

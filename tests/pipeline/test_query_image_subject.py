@@ -99,3 +99,12 @@ def test_on_uncaptioned_photos_the_answer_says_the_query_image_shows_the_subject
     assert result.answer.similar and "closest match" not in result.answer.text.lower(), result.answer.text
     others = {i.doc_id for i in result.evidence.similar}
     assert all(c.text.startswith("Another image, ") and c.text.split(", ")[1] in others for c in result.answer.similar)
+
+
+def test_the_reasoning_layer_names_the_clear_match_path_as_retrieval_writes_it():
+    from kira.query_state import RetrievalPath
+    from kira.reasoning.types import SHOWN_BY_QUERY_IMAGE
+
+    assert RetrievalPath.CLEAR_MATCH == SHOWN_BY_QUERY_IMAGE
+    assert _item(1, "coffee", "a cup", (str(RetrievalPath.CLEAR_MATCH),)).shown_by_query_image
+    assert not _item(1, "coffee", "a cup", ("visual",)).shown_by_query_image

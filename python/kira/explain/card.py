@@ -152,7 +152,7 @@ def match_label(card: RationaleCard, item: EvidenceItem) -> str:
         return "does not match the question"
     if card.query_image is None:
         return ""
-    if "clear_match" in item.paths:
+    if item.shown_by_query_image:
         return "the query image shows this image (a copy, crop or mirror)"
     cosine = (item.provenance or {}).get("cosine")
     return f"looks like the query image (cosine {float(cosine):.2f})" if isinstance(cosine, (int, float)) else ""

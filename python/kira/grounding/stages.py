@@ -105,7 +105,7 @@ class Subject:
         heads = subject_heads(ctx.kb, state.facts.named_chunks)
         label = ", ".join(sorted(state.facts.named_terms))
         if not heads and state.image_query:  # the document a query image clearly shows is what it asks about
-            shown = [i for i in state.kept if "clear_match" in i.paths]
+            shown = [i for i in state.kept if i.shown_by_query_image]
             heads = subject_heads(ctx.kb, np.asarray([i.chunk_id for i in shown], dtype=np.int64))
             label = ", ".join(sorted({i.doc_id for i in shown}))
         if not heads:

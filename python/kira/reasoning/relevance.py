@@ -34,7 +34,7 @@ the subject it names: the items its identifier names, or a query image, make the
 relevant by construction, and r is None (nothing to measure). So does a question about a query
 image whose words match nothing the evidence shows ("what land cover does this tile show?"): the
 evidence is what the image matches; a query image never makes the answer abstain. When the query
-image clearly shows a stored document (a copy, crop or mirror: the ``clear_match`` path), the
+image clearly shows a stored document (a copy, crop or mirror: `EvidenceItem.shown_by_query_image`), the
 question is about that document, and only its items are judged: a cat elsewhere in the knowledge
 base does not answer "is there a cat?" about a photo of coffee.
 
@@ -327,7 +327,7 @@ class RelevanceJudge:
             basis = "identifier" if named is not None else ("image" if image_query else "none")
             return Relevance(relevant=bool(named is not None or image_query), score=None,
                              support=source_support(shown(best)), best=best.number, basis=basis)
-        shown_by_image = [i for i in items if "clear_match" in i.paths] if image_query else []
+        shown_by_image = [i for i in items if i.shown_by_query_image] if image_query else []
         if shown_by_image:  # "is there a cat?" about a crop of a stored photo asks about that photo, not another
             items = shown_by_image
         # a question only about looks ("a dark image") is judged on the items' looks; one that also names a

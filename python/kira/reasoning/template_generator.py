@@ -264,7 +264,7 @@ class TemplateGenerator:
         first = pool[0]  # the pack's order is the order to read it in (best first)
         if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
             lead = "Another image" if pack.of_similar_cases else \
-                QUERY_SHOWS if "clear_match" in first.paths else "The closest match"
+                QUERY_SHOWS if first.shown_by_query_image else "The closest match"
             return self._from_fields(question, first, trace, lead)
         candidates, metadata = self._candidates(question, pool, pack.matches)
         if metadata:

@@ -22,6 +22,10 @@ LEVELS = ("document", "region", "patch", "passage")
 _CITATION_MARK = re.compile(r"\s*\[Evidence\s+\d+(?:\s*(?:,|and|&)\s*\d+)*\]", re.IGNORECASE)
 
 
+SHOWN_BY_QUERY_IMAGE = "clear_match"
+"""The path that marks the document a query image clearly shows (kira.query_state.RetrievalPath.CLEAR_MATCH)."""
+
+
 @dataclass(frozen=True)
 class EvidenceItem:
     """One retrieved chunk as the generator sees it.
@@ -86,6 +90,12 @@ class EvidenceItem:
                     f"got dtype {thumb.dtype}, shape {thumb.shape} (use kira.images.load_image)"
                 )
             object.__setattr__(self, "thumbnail", thumb)
+
+    @property
+    def shown_by_query_image(self) -> bool:
+        """Whether the query image clearly shows this item's document (a copy, crop or mirror of it): the
+        retrieval path `SHOWN_BY_QUERY_IMAGE` led it."""
+        return SHOWN_BY_QUERY_IMAGE in self.paths
 
     def render(self) -> str:
         """The block a generator reads: ``[Evidence N] (doc=..., level=..., score=..., paths=...) summary``.
