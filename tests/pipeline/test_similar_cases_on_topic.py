@@ -46,3 +46,28 @@ def test_a_similar_case_that_matches_the_rest_of_the_question_stays(kira):
     result = kira.ask("what colour is the coffee cup?", top_k=6, variant="dual_path")
     assert "desk" in {i.doc_id for i in result.evidence.similar}, [i.doc_id for i in result.evidence.similar]
     assert "cup of tea" in result.answer.text.split("Similar cases")[-1].lower(), result.answer.text
+
+
+@pytest.fixture(scope="module")
+def uncaptioned(tmp_path_factory):
+    from kira.knowledge_base import KnowledgeBase
+
+    names = ("coffee", "chelsea", "rocket", "astronaut", "camera")
+    base = KnowledgeBase.create(tmp_path_factory.mktemp("similar_ids") / "kb")
+    for n, name in enumerate(names):
+        base.add_image(skimage_rgb(name), doc_id=f"IMG_{1000 + n}")
+    base.commit()
+    yield Kira(base)
+    base.close()
+
+
+def test_the_words_of_the_subjects_id_are_not_judged(uncaptioned):
+    """"what does IMG_1000 show?" names IMG_1000 by the term '1000'; 'img' is its id's word too, not something
+    the similar cases must match: nothing is left to judge them by, so all stay."""
+    result = uncaptioned.ask("what does IMG_1000 show?", top_k=5, variant="dual_path")
+    assert {i.doc_id for i in result.evidence.items} == {"IMG_1000"}
+    assert result.evidence.similar and "similar_cases_off_topic" not in result.trace
+    asked = uncaptioned.ask("is IMG_1000 a cat?", top_k=5, variant="dual_path")  # the rest is judged: a cat
+    assert {i.doc_id for i in asked.evidence.similar} <= {"IMG_1001"}, asked.answer.text  # chelsea, 'Egyptian cat'
+    assert asked.trace["similar_cases_off_topic"]
+    assert "nothing recorded" not in asked.answer.text  # a similar case must show something

@@ -22,8 +22,9 @@ from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import abstention_text
-from kira.reasoning.relevance import Relevance, RelevanceJudge, question_words
-from kira.reasoning.types import Answer, EvidencePack
+from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
+from kira.reasoning.shown import shown
+from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
 
@@ -70,19 +71,29 @@ def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: st
 def on_topic_similar(ctx: StageContext, state: QueryState, pack: EvidencePack) -> tuple[EvidencePack, list[str]]:
     """`pack` with only the similar cases that match the question less its subject's name ("what colour is the
     coffee cup?" naming the document 'coffee' asks other subjects about a cup; a photo whose caption says
-    "colour" is no similar case), and the doc ids of those left out. With a query image the similar cases are
-    what the image looks like, and a question with nothing left to judge by keeps them all."""
+    "colour" is no similar case; nor is one that nothing recorded says anything of), and the doc ids of those
+    left out. With a query image the similar cases are what the image looks like, and a question with nothing
+    left to judge by ("what does IMG_1001 show?") keeps them all."""
     if not pack.similar or state.image_query:
         return pack, []
-    named = {t.lower() for t in state.facts.named_terms}
+    named = {t.lower() for t in state.facts.named_terms}  # and every word of the subject's ids ("IMG_1001": img, 1001)
+    named |= {t for item in pack.items for t in question_words(item.doc_id)}
     rest = [w for w in question_words(state.question) if w.lower() not in named]
     verdict = judge(ctx, state, pack.similar_pack(), " ".join(rest)) if rest else None
     if verdict is None or verdict.score is None:
         return pack, []
-    kept = [i for i in pack.similar if verdict.matches(i.number)]
+    judged = dict(verdict.items)
+
+    def on_topic(item: EvidenceItem) -> bool:  # a match; or, past the judge's first items, one that shows something
+        if item.number in judged:
+            return verdict.matches(item.number)
+        return any(n == item.number for n, _, _ in verdict.near) or (
+            not shown(item).empty and item.number not in {i.number for i in pack.similar[:MAX_ITEMS]})
+
+    kept = [i for i in pack.similar if on_topic(i)]
     if len(kept) == len(pack.similar):
         return pack, []
-    off = list(dict.fromkeys(i.doc_id for i in pack.similar if not verdict.matches(i.number)))
+    off = list(dict.fromkeys(i.doc_id for i in pack.similar if not on_topic(i)))
     return EvidencePack.from_items(pack.question, pack.items, pack.dropped, similar=kept, subject=pack.subject), off
 
 
