@@ -232,6 +232,15 @@ def test_ask_with_an_uploaded_image_multipart_and_base64(reader):
                                                "variant": "visual_only", "question": ""})
     assert encoded.status_code == 200 and encoded.json()["evidence"][0]["doc_id"] == "chelsea"
     assert encoded.json()["question"] is None
+    # the query image is chelsea itself: chelsea is the subject, and what other photos state is apart
+    full = reader.client.post("/ask", files={"image": ("cat.png", png, "image/png")},
+                              data={"question": "is there a dog?", "top_k": "4", "variant": "dual_path"}).json()
+    assert {e["doc_id"] for e in full["evidence"]} == {"chelsea"}, full["answer"]
+    assert full["answer"].startswith("A tabby cat lying down"), full["answer"]
+    similar = {e["number"] for e in full["similar"]}
+    assert similar and all(e["doc_id"] != "chelsea" for e in full["similar"])
+    assert full["similar_claims"] and all(set(c["citations"]) <= similar for c in full["similar_claims"])
+    assert all(set(c["citations"]) <= {e["number"] for e in full["evidence"]} for c in full["claims"])
 
 
 # ---- search -----------------------------------------------------------------------------

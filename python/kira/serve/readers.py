@@ -147,18 +147,25 @@ class Reader:
         result = self._kira(generator).ask(question, image=pixels, top_k=top_k, variant=variant, levels=levels,
                                            thumbnails=card == "html")  # only the HTML card shows them
         answer = result.answer
+
+        def claim(c: Any) -> dict[str, Any]:
+            return {"text": c.text, "citations": list(c.citations), "grounding": c.grounding,
+                    "hallucination_risk": bool(c.hallucination_risk)}
+
+        def evidence(i: Any) -> dict[str, Any]:
+            return {"number": i.number, "chunk_id": int(i.chunk_id), "doc_id": i.doc_id, "level": i.level,
+                    "score": float(i.score), "match": result.card.matches.get(i.number), "paths": list(i.paths),
+                    "box": i.box, "source": (i.provenance or {}).get("source"), "summary": i.summary}
+
         body: dict[str, Any] = {
             "question": result.question,
             "answer": answer.text,
             "grounding": answer.grounding,
-            "claims": [{"text": c.text, "citations": list(c.citations), "grounding": c.grounding,
-                        "hallucination_risk": bool(c.hallucination_risk)} for c in answer.claims],
+            "claims": [claim(c) for c in answer.claims],
             "reasoning": list(answer.reasoning),
-            "evidence": [{"number": i.number, "chunk_id": int(i.chunk_id), "doc_id": i.doc_id, "level": i.level,
-                          "score": float(i.score), "match": result.card.matches.get(i.number),
-                          "paths": list(i.paths), "box": i.box,
-                          "source": (i.provenance or {}).get("source"), "summary": i.summary}
-                         for i in result.evidence.items],
+            "evidence": [evidence(i) for i in result.evidence.items],
+            "similar": [evidence(i) for i in result.evidence.similar],
+            "similar_claims": [claim(c) for c in answer.similar],
             "timings": {k: round(float(v), 3) for k, v in result.timings.items()},
             "card": None,
             "generation": self.generation,

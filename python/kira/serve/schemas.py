@@ -112,6 +112,11 @@ class AskResponse(BaseModel):
     claims: list[ClaimOut]
     reasoning: list[str]
     evidence: list[EvidenceOut]
+    similar: list[EvidenceOut] = Field(default_factory=list, description="similar cases: evidence about other "
+                                       "subjects than the one the question (or the query image) names, numbered "
+                                       "after `evidence`; only `similar_claims` cite it")
+    similar_claims: list[ClaimOut] = Field(default_factory=list, description="what the answer says of the similar "
+                                           "cases, apart (the 'Similar cases' part of `answer`)")
     timings: dict[str, float] = Field(description="pipeline stage -> milliseconds")
     card: Any = Field(None, description="the rationale card: a JSON object (card=json), HTML (card=html) or plain "
                       "text (card=text)")
