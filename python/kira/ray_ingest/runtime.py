@@ -51,7 +51,7 @@ def start_ray(ray: Any, address: str | None = None, **options: Any) -> None:
             return
         except Exception:  # noqa: BLE001 - Ray raises a bare Exception for a start timeout
             stop_ray(ray)  # stops what the failed start left running
-            _reap_children_since(children_before)  # a failed start's processes are not the node's: stop_ray has no handle on them
+            _reap_children_since(children_before)  # not the node's processes: stop_ray has no handle on them
             if attempt == 2:
                 raise
             log.warning("ray.init failed; trying once more")
