@@ -138,7 +138,11 @@ def test_stop_ray_reaps_every_process_its_node_started():
 def test_start_ray_passes_its_options_and_tries_a_failed_start_once_more():
     """A start that times out (Ray's fixed 30 s raylet wait, on a loaded machine) is stopped and tried again, with the
     same options; a second failure is raised."""
-    calls = []
+    import subprocess
+    import sys
+    import warnings
+
+    calls, started = [], []
 
     class FlakyRay:
         def __init__(self, failures):
@@ -149,7 +153,8 @@ def test_start_ray_passes_its_options_and_tries_a_failed_start_once_more():
 
         def init(self, **kwargs):
             calls.append(kwargs)
-            if len(calls) <= self.failures:
+            if len(calls) <= self.failures:  # a failed start leaves a process no node holds a handle to
+                started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "raylet"]))
                 raise Exception("The current node timed out during startup.")
 
         def shutdown(self):
@@ -160,7 +165,15 @@ def test_start_ray_passes_its_options_and_tries_a_failed_start_once_more():
     calls.clear()
     with pytest.raises(Exception, match="timed out during startup"):
         start_ray(FlakyRay(2))
-    assert len(calls) == 2
+    assert len(calls) == 2 and len(started) == 3
+    for child in started:  # each killed and reaped by the retry's stop_ray: gone, and its handle does not warn
+        with pytest.raises(ProcessLookupError):
+            os.kill(child.pid, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        assert all(child.poll() is not None for child in started)
+        started.clear()
+        gc.collect()
 
 
 def test_a_failed_starts_leftover_ray_processes_are_reaped():
@@ -190,3 +203,40 @@ def test_a_failed_starts_leftover_ray_processes_are_reaped():
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_stop_ray_reaps_a_ray_process_no_handle_it_can_reach_holds():
+    """A Ray child the node keeps no handle to (or one Ray dropped) is killed and reaped by pid at stop_ray, so its
+    Popen, collected later in any test, finds it gone and does not warn; a child from before start_ray is left."""
+    import subprocess
+    import sys
+    import warnings
+
+    kept = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ray-before"])
+    spawned = []
+
+    class QuietRay:
+        def is_initialized(self):
+            return bool(spawned)
+
+        def init(self, **kwargs):
+            spawned.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "dashboard_agent",
+                                             "--ray"]))
+
+        def shutdown(self):
+            pass
+
+    try:
+        start_ray(QuietRay())
+        stop_ray(QuietRay())
+        with pytest.raises(ProcessLookupError):
+            os.kill(spawned[0].pid, 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            assert spawned[0].poll() is not None
+            spawned.clear()
+            gc.collect()
+        assert kept.poll() is None  # not started since start_ray: not stop_ray's to reap
+    finally:
+        kept.kill()
+        kept.wait()

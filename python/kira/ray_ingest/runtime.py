@@ -6,8 +6,10 @@ started: Ray kills them without waiting and drops their ``subprocess.Popen`` han
 then warns "subprocess N is still running" whenever the garbage collector gets to a handle
 (a ResourceWarning about Ray's own children, which an application running with warnings as
 errors would see as a crash at some later, unrelated point). So the handles are taken before
-the shutdown and waited for after it (`_node_processes`), and the warning is silenced for that
-shutdown only.
+the shutdown and waited for after it (`_node_processes`); every other Ray process this process
+started since `start_ray` (a failed start's, which belong to no node, or one whose handle Ray
+kept nowhere) is then killed and reaped by pid, so a handle collected later finds it gone; and
+the warning is silenced for that shutdown only.
 
 Ray's token authentication is process-wide state that outlives ``ray.shutdown``: a new local Ray
 (Ray 2.60) sets ``RAY_AUTH_MODE=token`` in this process's environment where it was unset, and
@@ -35,14 +37,15 @@ AUTH_MODE = "RAY_AUTH_MODE"
 REAP_WAIT_S = 10.0  # how long `stop_ray` waits for each of Ray's killed processes before killing it itself
 _UNSET = object()
 _auth_before: list[Any] = []  # RAY_AUTH_MODE as it was before `start_ray` (or _UNSET), until `stop_ray` puts it back
+_children_before: list[set[int]] = []  # this process's child pids before `start_ray`, until `stop_ray` reaps the rest
 
 
 def start_ray(ray: Any, address: str | None = None, **options: Any) -> None:
     """``ray.init`` on `address` (None: a new local Ray with 2 CPUs), with further ``ray.init`` `options` (e.g. a
     ``runtime_env``), tried twice; raises what the second try raised."""
     for attempt in (1, 2):
-        children_before = _child_pids()
         if not ray.is_initialized():
+            _children_before[:] = [_child_pids()]  # what `stop_ray` leaves alone: this process's children of before
             _auth_before[:] = [os.environ.get(AUTH_MODE, _UNSET)]
             reload_auth_settings()  # this job's mode, not the one an earlier job's Ray left cached (module docstring)
         try:
@@ -50,8 +53,7 @@ def start_ray(ray: Any, address: str | None = None, **options: Any) -> None:
                         "log_to_driver": False, "configure_logging": False, **options})
             return
         except Exception:  # noqa: BLE001 - Ray raises a bare Exception for a start timeout
-            stop_ray(ray)  # stops what the failed start left running
-            _reap_children_since(children_before)  # not the node's processes: stop_ray has no handle on them
+            stop_ray(ray)  # stops what the failed start left running, its processes without a handle too
             if attempt == 2:
                 raise
             log.warning("ray.init failed; trying once more")
@@ -71,6 +73,8 @@ def stop_ray(ray: Any) -> None:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+        if _children_before:  # Ray's children without a handle here (a failed start's; some a job dropped): by pid
+            _reap_children_since(_children_before.pop())
         gc.collect()
     if _auth_before:
         before = _auth_before.pop()
