@@ -86,12 +86,11 @@ def test_a_question_naming_no_subject_is_answered_from_all_the_evidence(kb):
 def test_the_subject_is_its_documents_and_their_groups_by_document_chunk(kb):
     """subject_heads: the named documents' chunks and their sequence partners, read without any row; the subject
     stage splits the evidence by them and says how many documents the subject holds."""
-    from kira.grounding.stages import subject_documents, subject_heads
+    from kira.grounding.stages import subject_heads
 
     heads_of = kb.document_chunk_ids(["S101-v0", "S101-v1", "S202-v0", "S202-v1", "G1"])
     named = [heads_of["S101-v0"]]  # naming one visit names the sequence
     assert subject_heads(kb, named) == frozenset({heads_of["S101-v0"], heads_of["S101-v1"]})
-    assert subject_documents(kb, np.asarray(named)) == frozenset({"S101-v0", "S101-v1"})
     assert subject_heads(kb, []) == frozenset()
     result = Kira(kb).ask("What does subject S101 show?", image=flat(RED, spot=(BLUE, 8, 8, 20)), top_k=4)
     trace = result.trace["subject"]
@@ -102,7 +101,7 @@ def test_the_subject_is_its_documents_and_their_groups_by_document_chunk(kb):
 def test_the_subject_follows_its_groups_from_one_to_the_next(tmp_path, kb_factory):
     """A0-A1 are a sequence, A1-B1 two views of one moment: naming A0 names B1 too, as the compound document
     (kira.knowledge_base.compound) holds all three."""
-    from kira.grounding.stages import subject_documents, subject_heads
+    from kira.grounding.stages import subject_heads
 
     base = kb_factory(tmp_path / "kb", models=FakeStack())
     base.add_image(flat(RED), doc_id="A0", caption="a red record", sequence=("A", 0))
@@ -113,7 +112,6 @@ def test_the_subject_follows_its_groups_from_one_to_the_next(tmp_path, kb_factor
     heads = base.document_chunk_ids(["A0", "A1", "B1", "C"])
     try:
         assert subject_heads(base, [heads["A0"]]) == frozenset({heads["A0"], heads["A1"], heads["B1"]})
-        assert subject_documents(base, np.asarray([heads["A0"]])) == frozenset({"A0", "A1", "B1"})
         compound_of = base.compounds().compound_of  # the union-find of the groups agrees
         assert {d for d, key in compound_of.items() if key == compound_of["A0"]} == {"A0", "A1", "B1"}
     finally:

@@ -83,12 +83,13 @@ def on_topic_similar(ctx: StageContext, state: QueryState, pack: EvidencePack) -
     if verdict is None or verdict.score is None:
         return pack, []
     judged = dict(verdict.items)
+    near = {n for n, _, _ in verdict.near}
+    unjudged = {i.number for i in pack.similar[MAX_ITEMS:]}  # past the judge's first items
 
-    def on_topic(item: EvidenceItem) -> bool:  # a match; or, past the judge's first items, one that shows something
-        if item.number in judged:
+    def on_topic(item: EvidenceItem) -> bool:  # a match; or, of those never judged, one that shows something
+        if item.number in judged or item.number in near:
             return verdict.matches(item.number)
-        return any(n == item.number for n, _, _ in verdict.near) or (
-            not shown(item).empty and item.number not in {i.number for i in pack.similar[:MAX_ITEMS]})
+        return item.number in unjudged and not shown(item).empty
 
     kept = [i for i in pack.similar if on_topic(i)]
     if len(kept) == len(pack.similar):

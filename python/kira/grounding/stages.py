@@ -132,7 +132,7 @@ TRACED_DOCUMENTS = 20
 def subject_heads(kb: KnowledgeBaseLike, named_chunks: np.ndarray) -> frozenset[int]:
     """The document chunk ids of the subject(s) `named_chunks` name: their documents' and every document's of their
     compound documents (kira.knowledge_base: what temporal sequences and multiview sets group, followed from group
-    to group, as `subject_documents` does). A named chunk outside any document stands for itself."""
+    to group). A named chunk outside any document stands for itself."""
     if not len(named_chunks):
         return frozenset()
     named = np.asarray(named_chunks, dtype=np.int64)
@@ -214,13 +214,6 @@ def critic_query(ctx: StageContext, question: str, pixels: np.ndarray | None) ->
     return f"{question} {description}".strip() if description else question
 
 
-def subject_documents(kb: KnowledgeBaseLike, named_chunks: np.ndarray) -> frozenset[str]:
-    """The doc ids of `subject_heads`: the documents of the subject(s) `named_chunks` name, with every document of
-    their compound documents. Reads one row per document; the Subject stage needs none."""
-    heads = subject_heads(kb, named_chunks)
-    return frozenset(row.doc_id for row in kb.chunks(sorted(heads)).values()) if heads else frozenset()
-
-
 Part = TypeVar("Part")
 
 
@@ -231,4 +224,4 @@ def _needed(part: Part | None, stage: str) -> Part:
     return part
 
 
-__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "subject_documents", "subject_heads"]
+__all__ = ["Critic", "Generate", "SelectEvidence", "Subject", "Verify", "critic_query", "subject_heads"]

@@ -56,20 +56,19 @@ def fact_phrases(view: Shown, *, appearance: bool) -> list[str]:
     return out
 
 
-QUERY_SHOWS = "the query image shows"
-"""`item_sentence`'s lead for the document a query image clearly shows (a copy, crop or mirror of it)."""
+CLOSEST = "The closest match, {doc},"
+QUERY_SHOWS = "The query image shows {doc}, which"
+ANOTHER = "Another image, {doc},"
+"""`item_sentence` leads: the closest item; the document a query image clearly shows (a copy, crop or mirror of
+it); a similar case, another subject's image."""
 
 
-def item_sentence(item: EvidenceItem, *, appearance: bool, lead: str = "The closest match") -> str:
+def item_sentence(item: EvidenceItem, *, appearance: bool, lead: str = CLOSEST) -> str:
     """One sentence about an image without a caption, e.g. "The closest match, IMG_1005, has no caption;
-    the image classifier labels it 'space shuttle' (p 0.62)" (no final full stop, no citation). lead: "" names
-    the image alone ("IMG_1005 has no caption; ..."), `QUERY_SHOWS` says the query image shows it ("The query
-    image shows IMG_1005, which has no caption; ...")."""
+    the image classifier labels it 'space shuttle' (p 0.62)" (no final full stop, no citation). lead: how the
+    sentence names the image, with ``{doc}`` for its id (`CLOSEST`, `QUERY_SHOWS`, `ANOTHER`; "{doc}" alone)."""
     view = shown(item)
-    if lead == QUERY_SHOWS:
-        name = f"The query image shows {item.doc_id}, which"
-    else:
-        name = f"{lead}, {item.doc_id}," if lead else f"{item.doc_id}"
+    name = lead.format(doc=item.doc_id)
     if view.human_text:
         return f"{name} reads: {view.human_text.rstrip('.')}"
     facts = fact_phrases(view, appearance=appearance)
@@ -128,4 +127,4 @@ def _known_only_by_labels(item: EvidenceItem) -> bool:
     return bool(view.labels) and not (view.human_text or view.tags or view.text_read or view.metadata)
 
 
-__all__ = ["QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases", "item_sentence", "label_phrase"]
+__all__ = ["ANOTHER", "CLOSEST", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases", "item_sentence", "label_phrase"]

@@ -38,7 +38,7 @@ def evidence_block(item: EvidenceItem, *, appearance: bool) -> str:
         if appearance and view.looks:
             text += f" (measured: {', '.join(view.looks)})"
     else:
-        text = item_sentence(item, appearance=appearance, lead="")
+        text = item_sentence(item, appearance=appearance, lead="{doc}")
     return f"[Evidence {item.number}] {item.doc_id}: {' '.join(text.split())}"
 
 

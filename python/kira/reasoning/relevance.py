@@ -33,10 +33,10 @@ A question with no content words ("what does this show?") asks about the query i
 the subject it names: the items its identifier names, or a query image, make the evidence
 relevant by construction, and r is None (nothing to measure). So does a question about a query
 image whose words match nothing the evidence shows ("what land cover does this tile show?"): the
-evidence is what the image matches; a query image never makes the answer abstain. When the query
-image clearly shows a stored document (a copy, crop or mirror: `EvidenceItem.shown_by_query_image`), the
-question is about that document, and only its items are judged: a cat elsewhere in the knowledge
-base does not answer "is there a cat?" about a photo of coffee.
+evidence is what the image matches; a query image never makes the answer abstain. (When the
+query image clearly shows a stored document, the pipeline's Subject stage makes that document the
+pack's items, so a cat elsewhere in the knowledge base does not answer "is there a cat?" about a
+photo of coffee: kira.grounding.stages.)
 
 Items known only by classifier labels. Without captions an image is known only by labels,
 and the probes' z rewards a label of the same kind as the question ("an elephant" against
@@ -327,9 +327,6 @@ class RelevanceJudge:
             basis = "identifier" if named is not None else ("image" if image_query else "none")
             return Relevance(relevant=bool(named is not None or image_query), score=None,
                              support=source_support(shown(best)), best=best.number, basis=basis)
-        shown_by_image = [i for i in items if i.shown_by_query_image] if image_query else []
-        if shown_by_image:  # "is there a cat?" about a crop of a stored photo asks about that photo, not another
-            items = shown_by_image
         # a question only about looks ("a dark image") is judged on the items' looks; one that also names a
         # thing ("a red blossom") on what the items show: a red espresso photo does not show a blossom
         extra = {w.lower() for w in self.appearance_words}

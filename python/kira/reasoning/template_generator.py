@@ -47,7 +47,7 @@ from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
 from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_ranges, without_words
 from kira.reasoning.position_agreement import disputed_positions
-from kira.reasoning.field_answer import QUERY_SHOWS, item_sentence
+from kira.reasoning.field_answer import ANOTHER, CLOSEST, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.statement_votes import Statement, clear_match_first, numbers_of, restates, vote_weights
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
@@ -263,8 +263,7 @@ class TemplateGenerator:
         )
         first = pool[0]  # the pack's order is the order to read it in (best first)
         if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
-            lead = "Another image" if pack.of_similar_cases else \
-                QUERY_SHOWS if first.shown_by_query_image else "The closest match"
+            lead = ANOTHER if pack.of_similar_cases else QUERY_SHOWS if first.shown_by_query_image else CLOSEST
             return self._from_fields(question, first, trace, lead)
         candidates, metadata = self._candidates(question, pool, pack.matches)
         if metadata:

@@ -105,7 +105,7 @@ def fields_text(item: EvidenceItem, *, looks: bool = True) -> str:
     view = shown(item)
     if view.human_text or "described_by" not in (item.provenance or {}):
         return ""
-    return item_sentence(item, appearance=looks, lead="")
+    return item_sentence(item, appearance=looks, lead="{doc}")
 
 
 def token_alignment(claim: str, evidence: Sequence[str]) -> float:
