@@ -56,7 +56,7 @@ def test_a_question_naming_a_sequence_id_makes_it_the_subject(kb):
 
 
 def test_identifier_index_build_and_share_limit():
-    index = IdentifierIndex.build([(10, ["a-1"]), (11, ["a-2"]), (12, ["a-3"])])
+    index = IdentifierIndex.build([(10, ["a-1"], []), (11, ["a-2"], []), (12, ["a-3"], [])])
     assert sorted(index.postings) == ["1", "2", "3"]  # "a" is held by all three documents
     assert index.named("show a-2 please")["2"].tolist() == [11]
     assert name_words("Scan_001.PNG on 2021-04-09") == {"scan", "001", "png", "2021-04-09"}

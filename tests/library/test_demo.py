@@ -22,3 +22,12 @@ def test_quick_demo_answers_and_writes_cards(tmp_path):
         assert "<html" in text.lower() and "data:image/png;base64" in text
     assert any("RATIONALE CARD" in line for line in lines)
     assert summary.seconds < 120
+
+
+def test_full_demo_answers_the_battery_circuit_question_about_the_battery_circuit(tmp_path):
+    """'circuit' is a word of led_circuit's id, but four captions speak of circuits: the question is about circuits
+    (kira.knowledge_base.identifiers), and the answer comes from the divider with its battery, not from the LED."""
+    summary = run_demo(tmp_path / "out", quick=False, echo=lambda line: None)
+    answer = dict(summary.questions)["a circuit with a battery and resistors"]
+    assert "battery" in answer.lower() and "led" not in answer.lower().split(), answer
+    assert "similar cases" not in answer.lower(), answer

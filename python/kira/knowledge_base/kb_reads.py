@@ -96,7 +96,8 @@ class KnowledgeBaseReads:
             return self.storage.identifier_postings(text, allow=allow)
         from kira.knowledge_base.identifiers import identifier_index
 
-        return self.memo("identifiers", lambda: identifier_index(self)).named(text, allow=allow)
+        names = self.memo("identifiers", lambda: identifier_index(self))
+        return names.named(text, allow=allow, holding=self.lexical().chunks_holding)
 
     def view(self, spec: DerivedView[T]) -> T:
         """The value of a derived view for the current commit (built on first use)."""

@@ -157,6 +157,13 @@ class LexicalIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def chunks_holding(self, word: str) -> np.ndarray:
+        """The chunk ids (ascending) whose indexed text holds `word` as an index term (after `lexical_terms`)."""
+        terms = lexical_terms(word or "")
+        if len(terms) != 1 or terms[0] not in self.postings:
+            return np.zeros(0, np.int64)
+        return np.sort(self.ids[self.postings[terms[0]][0]])
+
     def idf(self, term: str) -> float:
         """BM25 idf of an index term (already passed through `lexical_terms`); 0.0 for an unknown term."""
         posting = self.postings.get(term)

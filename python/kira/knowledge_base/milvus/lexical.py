@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from kira.knowledge_base.identifiers import MAX_DOCUMENT_SHARE, name_words
+from kira.knowledge_base.identifiers import MAX_DOCUMENT_SHARE, name_words, whole_id_named
 from kira.knowledge_base.lexical import (BM25_B, BM25_K1, QUERY_FRAME_WORDS, LexicalHits, indexed_text,
                                         lexical_terms)
 
@@ -196,25 +196,45 @@ class MilvusLexical:
     def named(self, text: str, *, allow: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """{word of `text`: the document chunk ids (ascending) it names}, as kira.knowledge_base.identifiers'
         `IdentifierIndex.named`: a word held by more than half of the documents (and more than one) names
-        none. One ``text_match`` query per word, reading at most that many ids."""
+        none, and one that more documents' terms hold than it names names only through a whole id. One
+        ``text_match`` query per word, reading at most that many ids, and for a word that names some, one count."""
         out: dict[str, np.ndarray] = {}
-        words = sorted(name_words(text or ""))
-        if not words:
+        question = name_words(text or "")
+        if not question:
             return out
         documents = self._count("") - self._count('level == "passage"')  # Lite counts a filter by reading its rows
         limit = max(1, int(MAX_DOCUMENT_SHARE * documents))
-        for word in words:
+        for word in sorted(question):
             rows = self.client.query(self.collection, filter=f"level == \"document\" and text_match(names, "
-                                     f"'{stored_word(word)}')", output_fields=["id"], limit=limit + 1,
-                                     timeout=self.timeout)
+                                     f"'{stored_word(word)}')", output_fields=["id", "doc_id", "groups"],
+                                     limit=limit + 1, timeout=self.timeout)
             if not rows or len(rows) > limit:
                 continue
+            if self._describes_more(word, len(rows)):
+                rows = [r for r in rows if whole_id_named(word, self._distinct_ids(r, limit), question)]
             ids = np.array(sorted(int(r["id"]) for r in rows), dtype=np.int64)
             if allow is not None:
                 ids = ids[np.isin(ids, np.asarray(allow, dtype=np.int64))]
             if len(ids):
                 out[word] = ids
         return out
+
+    def _describes_more(self, word: str, named: int) -> bool:
+        """Whether more documents hold `word` in their terms without naming it than the `named` it names
+        (`IdentifierIndex.describes_more`): one ``text_match`` count."""
+        terms = lexical_terms(word)
+        if len(terms) != 1:
+            return False
+        return self._count(f"level == \"document\" and text_match(lexical, '{stored_word(terms[0])}') and "
+                           f"not text_match(names, '{stored_word(word)}')") > named
+
+    def _distinct_ids(self, row: Mapping[str, Any], limit: int) -> tuple[frozenset[str], ...]:
+        """The distinctive words (held by 1 to `limit` documents) of each id of a document row: its doc id and
+        group ids (`IdentifierIndex.ids_of`)."""
+        texts = [str(row["doc_id"])] + [str(key).split(":", 1)[-1] for key in (row.get("groups") or ())]
+        return tuple(frozenset(w for w in name_words(t)
+                               if 0 < self._count(f"level == \"document\" and text_match(names, '{stored_word(w)}')")
+                               <= limit) for t in texts)
 
 
 def _levels(levels: Sequence[str]) -> str:

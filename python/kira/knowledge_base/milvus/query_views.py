@@ -93,7 +93,7 @@ class MilvusQueryViews:
             from kira.knowledge_base.identifiers import rows_identifier_index
 
             self._names = rows_identifier_index(self.rows)
-        named = self._names.named(text, allow=allow)
+        named = self._names.named(text, allow=allow, holding=self.lexical().chunks_holding)
         return named
 
     def compounds_for(self, *, doc_ids: Iterable[str] = (), chunk_ids: Iterable[int] = ()) -> CompoundIndex:
