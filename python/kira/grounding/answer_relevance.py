@@ -6,6 +6,8 @@
   its subject's name: another subject's evidence retrieved for a passing word ("colour") is no similar case.
 * `abstention`: the answer when nothing in the evidence is relevant: it says so plainly and names
   the closest items (kira.reasoning.field_answer), has no claims, ``abstained=True``.
+* `unmatched_notice`: a yes/no question about a query image whose words nothing recorded of the image's
+  evidence matches ("is this a dog?" about a photo of coffee) opens its answer by saying so.
 * `on_topic`: after verification, a claim that cites only items the verdict found irrelevant does
   not answer the question and is marked a hallucination risk, however well its words are supported.
 """
@@ -22,8 +24,8 @@ from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import abstention_text
-from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
-from kira.reasoning.shown import shown
+from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, asks_yes_no, question_words
+from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
@@ -103,7 +105,7 @@ def relevance_note(verdict: Relevance) -> dict[str, Any]:
     return {"relevant": verdict.relevant, "score": verdict.score, "support": verdict.support,
             "confidence": verdict.confidence, "best": verdict.best, "standout": verdict.standout,
             "basis": verdict.basis, "items": [list(p) for p in verdict.items], "grade": verdict.grade,
-            "near": [list(p) for p in verdict.near]}
+            "near": [list(p) for p in verdict.near], "unmatched": verdict.unmatched}
 
 
 def relevance_step(verdict: Relevance) -> str:
@@ -169,6 +171,35 @@ def abstention(state: QueryState, pack: EvidencePack, verdict: Relevance) -> Ans
     log.info("abstained on %r: best relevance %s", state.question, verdict.score)
     return Answer(text=text, reasoning=reasoning, claims=(), generator="abstention",
                   confidence=verdict.confidence, abstained=True)
+
+
+def unmatched_notice(state: QueryState, pack: EvidencePack, verdict: Relevance | None,
+                     appearance_words: tuple[str, ...] = ()) -> str:
+    """The sentence that opens the answer to a yes/no question about a query image when nothing recorded of
+    the image's evidence matches what it asks ("Nothing recorded about IMG_1027 matches 'dog'."); "" otherwise. For an image known only by classifier labels it says how little that rests on."""
+    if verdict is None or not verdict.unmatched or not pack.items or not asks_yes_no(state.question):
+        return ""
+    docs = list(dict.fromkeys(i.doc_id for i in pack.items))
+    about = docs[0] if len(docs) == 1 else ", ".join(docs[:-1]) + f" and {docs[-1]}"
+    text = f"Nothing recorded about {about} matches '{verdict.unmatched}'"
+    views = [shown(i) for i in pack.items]
+    looks = asks_about_appearance(verdict.unmatched, appearance_words)  # "is it dark?": measured, not guessed
+    if not looks and all(v.labels and not (v.human_text or v.tags or v.text_read) for v in views):
+        text += (" (it has no caption: kira knows it only by an image classifier's labels, which may not name "
+                 "everything it shows)" if len(docs) == 1 else " (they have no captions: kira knows them only by "
+                 "an image classifier's labels, which may not name everything they show)")
+    elif not looks and all(v.empty for v in views):
+        text += " (nothing recorded says what it shows)" if len(docs) == 1 else " (nothing recorded says what they show)"
+    return text + "."
+
+
+def with_notice(answer: Answer, notice: str) -> Answer:
+    """`answer` with `notice` (`unmatched_notice`) opening its text and a reasoning step saying why."""
+    if not notice:
+        return answer
+    step = ("The question asks whether the query image shows something that nothing recorded of it matches, so "
+            "the answer says so before what is known of the image.")
+    return dataclasses.replace(answer, text=f"{notice} {answer.text}", reasoning=(*answer.reasoning, step))
 
 
 def on_topic(state: QueryState, answer: Answer) -> Answer:

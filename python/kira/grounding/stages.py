@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from kira.grounding.answer_relevance import (abstention, judge, on_topic, on_topic_similar, relevance_note,
-                                             relevance_step, relevant_first)
+                                             relevance_step, relevant_first, unmatched_notice, with_notice)
 from kira.grounding.evidence import build_items, diverse, hops_with_documents
 from kira.grounding.pieces import built_with_this_text_encoder, shown_rows, stored_piece_vectors, stored_shown_vectors
 from kira.knowledge_base.protocols import KnowledgeBaseLike
@@ -175,6 +175,8 @@ class Generate:
         if verdict is not None:
             answer = dataclasses.replace(answer, confidence=verdict.confidence,
                                          reasoning=(*answer.reasoning, relevance_step(verdict)))
+            words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
+            answer = with_notice(answer, unmatched_notice(state, pack, verdict, words))
         return state.evolve(pack=pack, relevance=verdict, answer=answer, trace=note)
 
 

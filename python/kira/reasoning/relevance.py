@@ -33,7 +33,11 @@ A question with no content words ("what does this show?") asks about the query i
 the subject it names: the items its identifier names, or a query image, make the evidence
 relevant by construction, and r is None (nothing to measure). So does a question about a query
 image whose words match nothing the evidence shows ("what land cover does this tile show?"): the
-evidence is what the image matches; a query image never makes the answer abstain. (When the
+evidence is what the image matches; a query image never makes the answer abstain. The words it
+measured and found unmatched stay in the verdict (`Relevance.unmatched`): a yes/no question
+(`asks_yes_no`: "is this a dog?" about a photo of coffee) is then answered with what the image's
+evidence shows, opened by a sentence saying that nothing recorded about it matches 'dog'
+(kira.grounding.answer_relevance.unmatched_notice). (When the
 query image clearly shows a stored document, the pipeline's Subject stage makes that document the
 pack's items, so a cat elsewhere in the knowledge base does not answer "is there a cat?" about a
 photo of coffee: kira.grounding.stages.)
@@ -146,6 +150,8 @@ class Relevance:
     items: (evidence number, r_i) of every item judged, so a claim can be checked against what it cites.
     lexical: whether the best item holds every content word of the question.
     near: for a "low" grade, (evidence number, label, v_L) of each label-only item with a label near the question.
+    unmatched: for a question about a query image, its words (what it asks about) that nothing recorded of the
+        image's evidence matches (r < 0.5, or nothing recorded at all); "" when they match or were not measured.
     """
 
     relevant: bool
@@ -157,6 +163,7 @@ class Relevance:
     items: tuple[tuple[int, float], ...] = ()
     lexical: bool = False
     near: tuple[tuple[int, str, float], ...] = ()
+    unmatched: str = ""
 
     @property
     def grade(self) -> str:
@@ -179,6 +186,17 @@ def question_words(question: str) -> list[str]:
     """The question's content words that say what it is about (framing words like 'find', 'photo' removed)."""
     generic = {stem(w) for w in GENERIC_QUESTION_WORDS}
     return [t for t in content_tokens(question or "") if t not in GENERIC_QUESTION_WORDS and stem(t) not in generic]
+
+
+YES_NO_OPENERS = frozenset("is are was were am does do did has have had can could will would should".split())
+"""English words that open a yes/no question ("is this a dog?", "does it show a crack?")."""
+
+
+def asks_yes_no(question: str) -> bool:
+    """Whether `question` asks yes or no: it opens with an auxiliary verb and offers no alternatives ("is the
+    tissue benign or malignant?" asks which, not whether)."""
+    tokens = (question or "").lower().replace("?", " ").split()
+    return bool(tokens) and tokens[0] in YES_NO_OPENERS and "or" not in tokens
 
 
 def source_support(view: Shown) -> float:
@@ -341,7 +359,8 @@ class RelevanceJudge:
         judged = [n for n, t in enumerate(texts) if t]
         if not judged:  # nothing recorded says what any item shows
             if image_query:
-                return Relevance(relevant=True, score=None, support=0.0, best=items[0].number, basis="image")
+                return Relevance(relevant=True, score=None, support=0.0, best=items[0].number, basis="image",
+                                 unmatched=" ".join(words))
             return Relevance(relevant=False, score=0.0, support=0.0, best=items[0].number, basis="none")
         z = self.standouts(question, [texts[n] for n in judged], question_vector=question_vector, known=known,
                            appearance=appearance)
@@ -367,7 +386,7 @@ class RelevanceJudge:
             # a question about the query image ("what land cover does this tile show?") is answered from what
             # the image matches; its words measure nothing here, so the answer does not abstain and has no score
             return Relevance(relevant=True, score=None, support=source_support(views[0]) or 1.0,
-                             best=items[0].number, basis="image")
+                             best=items[0].number, basis="image", unmatched=" ".join(words))
         near: tuple[tuple[int, str, float], ...] = ()
         if score < 0.5 and not appearance:  # graded decision: a label near the question answers with low confidence
             near = tuple(sorted(((m, lb, v) for m, (lb, v, _) in labelled.items() if v >= self.near_label_z),
@@ -381,4 +400,5 @@ class RelevanceJudge:
                          lexical=lexical[k], near=near)
 
 
-__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NAMED_GAP_Z", "NEAR_LABEL_Z", "PROBES", "Relevance", "RelevanceJudge", "question_words", "source_support"]
+__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NAMED_GAP_Z", "NEAR_LABEL_Z", "PROBES",
+           "Relevance", "RelevanceJudge", "YES_NO_OPENERS", "asks_yes_no", "question_words", "source_support"]
