@@ -14,6 +14,8 @@ a mirror or a brightened copy of a stored photo). Reported per image encoder and
   evidence (the subject's items, then similar cases), over the present questions and image queries;
 - abstain(absent): share of absent-concept questions answered with ``Answer.abstained`` (goal >= 0.8);
 - abstain(present): share of present questions answered with it (false abstention; goal <= 0.1);
+- of which found: share of present questions answered with it although the question's photo was in
+  the evidence (the abstention the relevance verdict, not retrieval, is to blame for);
 - answered right / wrong: share of present text questions answered (not abstained) with the
   question's photo first in the evidence / with another photo first (an answer about the wrong photo
   is not what false abstention's goal asks for; a label set that does not name the photo leaves
@@ -201,7 +203,8 @@ def run(kb: Any, images: dict[str, np.ndarray], ids: dict[str, str], variants: l
     kira = Kira(kb)
     out: dict[str, dict] = {}
     for variant in variants:
-        m = dict(rank1=0, top3=0, ranked=0, abstain_absent=0, abstain_present=0, names=0, answered=0, bare=0,
+        m = dict(rank1=0, top3=0, ranked=0, abstain_absent=0, abstain_present=0, abstain_found=0, names=0,
+                 answered=0, bare=0,
                  asks=0, tp=0, fp=0, fn=0, right_answered=0, sure_right=0, sure_wrong=0)
         t0 = time.perf_counter()
         queries = [(q, {ids[n] for n in right}, None) for q, right in PRESENT]
@@ -222,6 +225,7 @@ def run(kb: Any, images: dict[str, np.ndarray], ids: dict[str, str], variants: l
             m["top3"] += bool(right & set(docs[:3]))
             if question is not None:
                 m["abstain_present"] += bool(answer.abstained)
+                m["abstain_found"] += bool(answer.abstained and right & set(docs))  # the right photo was in the evidence
                 if not answer.abstained:
                     m["answered"] += 1
                     is_right = bool(docs) and docs[0] in right
@@ -250,9 +254,9 @@ def main() -> None:
     present = len(PRESENT)
     print(f"{len(images)} real photos, {present} present questions, {len(ABSENT)} absent, "
           f"{len(IMAGE_QUERIES)} image queries")
-    print("| encoder | variant | rank1 | top3 | abstain(absent) | abstain(present) | answered right / wrong "
-          "| no banner: right / wrong | names_top | bare_field | critic P | critic R | ms/ask |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| encoder | variant | rank1 | top3 | abstain(absent) | abstain(present) | of which found "
+          "| answered right / wrong | no banner: right / wrong | names_top | bare_field | critic P | critic R | ms/ask |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for encoder in [e for e in args.encoders.split(",") if e]:
         kb = build(encoder, images, ids)
         try:
@@ -261,6 +265,7 @@ def main() -> None:
                           if m["tp"] + m["fp"] + m["fn"] else "- | -")
                 print(f"| {encoder} | {variant} | {m['rank1'] / m['ranked']:.2f} | {m['top3'] / m['ranked']:.2f} | "
                       f"{m['abstain_absent'] / len(ABSENT):.2f} | {m['abstain_present'] / present:.2f} | "
+                      f"{m['abstain_found'] / present:.2f} | "
                       f"{m['right_answered'] / present:.2f} / {(m['answered'] - m['right_answered']) / present:.2f} | "
                       f"{m['sure_right']} / {m['sure_wrong']} | "
                       f"{m['names'] / max(m['answered'], 1):.2f} | {m['bare']} | {critic} | {m['ms']:.0f} |", flush=True)

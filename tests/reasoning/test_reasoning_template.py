@@ -347,3 +347,17 @@ def test_a_reading_most_witnesses_agree_on_still_spans_the_range_with_the_best_w
                    f"{value}; lungs clear.", p) for n, (p, score, value) in enumerate(films)]
     answer = TemplateGenerator(profile=REPORT_PROFILE).generate("what does it show?", EvidencePack.from_items("q", items))
     assert answer.claims[0].text.startswith("Enlarged cardiac silhouette, cardiothoracic ratio about 0.65-0.67 [")
+
+
+def test_a_claim_and_its_head_read_as_the_sentence_they_were_split_from() -> None:
+    """The demo answered "9V battery and two 10k resistors [Evidence 1]. Circuit schematic of a voltage divider
+    [Evidence 1]." from the caption "circuit schematic of a voltage divider: 9V battery and two 10k resistors"."""
+    caption = "circuit schematic of a voltage divider: 9V battery and two 10k resistors"
+    pack = EvidencePack.from_items("q", [_item(0, "divider", 0.9, caption), _item(0, "led", 0.8,
+                                                                                 "circuit schematic: LED on 5V")])
+    answer = TemplateGenerator().generate("a circuit with a battery and resistors", pack)
+    assert answer.text == ("Circuit schematic of a voltage divider: 9V battery and two 10k resistors "
+                           "[Evidence 1]."), answer.text
+    assert len(answer.claims) == 1 and any("Joined" in step for step in answer.reasoning)
+    alone = TemplateGenerator(max_claims=1).generate("a circuit with a battery and resistors", pack)
+    assert alone.plain_text == "9V battery and two 10k resistors."  # its head not chosen: the body alone

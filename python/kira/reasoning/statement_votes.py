@@ -4,6 +4,7 @@
 * `vote_weights`: each item's vote, its retrieval score times how far it matches the question.
 * `clear_match_first`: a statement a clear match states leads one that only near-misses state.
 * `restates`: whether a candidate only repeats a chosen claim.
+* `join_heads`: a chosen claim and its chosen head read as the one sentence they were split from.
 
 kira.reasoning.template_generator builds the candidates and chooses among them.
 """
@@ -72,11 +73,30 @@ class Statement:
     history: bool = False  # a statement of change, and the question asks for no comparison
     variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)  # (witness, doc id, stems)
     wordings: dict[str, str] = field(default_factory=dict)  # doc id: its sentence stating it, best-weighted first
+    head: str = ""  # the head it was split from ("a breakfast table" of "a breakfast table: two cups ..."), as written
 
     @property
     def score(self) -> float:
         """Support, plus half the share of the question's words, plus 1 for a change a comparison asks about."""
         return self.support + 0.5 * self.relevance + (1.0 if self.reports_change else 0.0)
+
+
+def join_heads(chosen: list[Statement], trace: list[str]) -> list[Statement]:
+    """`chosen` with each claim whose head is chosen too read as the one sentence they were written as, head first
+    and in the head's place: "A breakfast table: two cups and a teapot", not "Two cups and a teapot. A breakfast
+    table". The joined claim cites the items
+    stating its body, then those stating only its head."""
+    out = list(chosen)
+    for body in list(out):
+        head = next((c for c in out if c is not body and body.head and stems_of(c.text) == stems_of(body.head)), None)
+        if head is None:
+            continue
+        trace.append(f"Joined '{head.text}' and '{body.text}' into the sentence they were split from.")
+        body.text = f"{head.text}: {body.text}"
+        body.sources = list(dict.fromkeys([*body.sources, *head.sources]))
+        out.remove(body)
+        out[out.index(head)] = body
+    return out
 
 
 def numbers_of(items: list[EvidenceItem] | tuple[EvidenceItem, ...]) -> tuple[int, ...]:

@@ -27,7 +27,9 @@ applies. The generator answers with the *content the top evidence agrees on*:
    `max_claims`) if a document that states
    the first states them too (they complement it, not a rival reading) or, for a
    comparison, another document of the same compound document does; and they do not
-   restate a chosen claim. Every claim cites the items that state it (best first).
+   restate a chosen claim. Every claim cites the items that state it (best first). A claim
+   split from a head ("a breakfast table: two cups and a teapot") is joined to it again
+   when both are chosen, head first (`kira.reasoning.statement_votes.join_heads`).
 5. When the question asks what several views show together (kira.reasoning.view_agreement),
    the claim says the views agree only when each view states it.
 
@@ -49,7 +51,8 @@ from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_rang
 from kira.reasoning.position_agreement import disputed_positions
 from kira.reasoning.field_answer import ANOTHER, CLOSEST, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
-from kira.reasoning.statement_votes import Statement, clear_match_first, numbers_of, restates, vote_weights
+from kira.reasoning.statement_votes import (Statement, clear_match_first, join_heads, numbers_of, restates,
+                                            vote_weights)
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
                                       vocabulary, witness)
 from kira.text.tokens import content_tokens, stem
@@ -131,7 +134,7 @@ class TemplateGenerator:
                 per_item.setdefault(item.number, []).append(shape)
                 match = next((c for c in candidates if same_statement(c.stems, shape, vocab)), None)
                 if match is None:
-                    match = Statement(sentence, shape, [item], context=stems | stems_of(context))
+                    match = Statement(sentence, shape, [item], context=stems | stems_of(context), head=context)
                     candidates.append(match)
                 elif item not in match.sources:
                     match.sources.append(item)
@@ -299,6 +302,8 @@ class TemplateGenerator:
             elif top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
                 chosen.append(cand)
         self._agree_on_positions(chosen, pool, trace, pack.matches)
+        chosen = join_heads(chosen, trace)
+        top = chosen[0]
         agreeing = sorted({i.number for c in chosen for i in c.sources})
         if len(agreeing) > 1:
             trace.append(f"Agreement: {format_citation(agreeing)} state the chosen content.")
