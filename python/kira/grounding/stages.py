@@ -28,7 +28,7 @@ from kira.grounding.evidence import build_items, diverse, hops_with_documents
 from kira.grounding.pieces import built_with_this_text_encoder, shown_rows, stored_piece_vectors, stored_shown_vectors
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.query_state import QueryState, RetrievalPath, StageContext
-from kira.reasoning.subject import enforce_subject
+from kira.reasoning.subject import attributed_to_stored, enforce_subject
 from kira.reasoning.types import Answer, EvidencePack
 
 
@@ -171,7 +171,7 @@ class Generate:
             return state.evolve(pack=pack, relevance=verdict, answer=abstention(state, pack, verdict), trace=note)
         answer = ctx.generator.generate(state.question, pack)
         similar = ctx.generator.generate(state.question, pack.similar_pack()) if pack.similar else None
-        answer = enforce_subject(answer, pack, similar)
+        answer = attributed_to_stored(enforce_subject(answer, pack, similar), pack, image_query=state.image_query)
         if verdict is not None:
             answer = dataclasses.replace(answer, confidence=verdict.confidence,
                                          reasoning=(*answer.reasoning, relevance_step(verdict)))

@@ -11,6 +11,12 @@ wrote them:
   to the similar-case section;
 * similar-case claims cite only similar items, and `Answer.text` shows them apart, under
   `SIMILAR_HEADING`, never merged into the subject's sentences.
+
+A query image that is no stored image is a subject the knowledge base holds nothing about: what
+the evidence found for it states is about other images. `attributed_to_stored` opens such an
+answer by saying so and naming them ("The query image is not a stored image; the stored image
+found for it, camera, states: Black and white photo of a man with a camera [Evidence 1]."), so a
+photo of an astronaut is not answered "An orange cat lying on a rug" as if it showed one.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from kira.reasoning.citations import format_citation
+from kira.reasoning.shown import shown
 from kira.reasoning.types import Answer, Claim, EvidencePack, strip_citation_marks
 
 SIMILAR_HEADING = "Similar cases (other subjects, for comparison only):"
@@ -66,3 +73,24 @@ def enforce_subject(answer: Answer, pack: EvidencePack, similar: Answer | None =
                                  f"({format_citation(tuple(sorted(others)))}) are shown apart as similar cases.")
     return dataclasses.replace(answer, text=text, claims=tuple(subject_claims), similar=tuple(similar_claims),
                                reasoning=tuple(reasoning))
+
+
+def attributed_to_stored(answer: Answer, pack: EvidencePack, *, image_query: bool) -> Answer:
+    """`answer` opened by the sentence that names the stored images its claims come from, when the query image
+    is no stored image (no item is `EvidenceItem.shown_by_query_image`) and the first item has a person's words
+    (module docstring); an answer that already names its item (no caption: kira.reasoning.field_answer's leads),
+    abstains or makes no claim is returned unchanged."""
+    if (not image_query or answer.abstained or not answer.claims or not pack.items
+            or any(item.shown_by_query_image for item in pack.items) or not shown(pack.items[0]).human_text):
+        return answer
+    by_number = {item.number: item for item in pack.items}
+    docs = list(dict.fromkeys(by_number[n].doc_id for c in answer.claims for n in c.citations if n in by_number))
+    if not docs:
+        return answer
+    named = docs[0] if len(docs) == 1 else ", ".join(docs[:-1]) + f" and {docs[-1]}"
+    found = (f"the stored image found for it, {named}, states" if len(docs) == 1
+             else f"the stored images found for it, {named}, state")
+    lead = f"The query image is not a stored image; {found}:"
+    step = ("The query image is no stored image: what the answer states is what the stored images found for it "
+            "state, and the answer says so.")
+    return dataclasses.replace(answer, text=f"{lead} {answer.text}", reasoning=(*answer.reasoning, step))
