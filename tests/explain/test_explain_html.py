@@ -82,3 +82,14 @@ def test_an_abstentions_confidence_says_what_it_is_the_confidence_of():
     for render in (to_html, to_text):
         assert "confidence that the closest item matches: 0.23" in render(nomatch)
         assert "confidence 0.90" in render(answered) and "closest item matches" not in render(answered)
+
+
+def test_the_similar_cases_section_is_its_own_paragraph_in_the_answer_box():
+    import dataclasses
+
+    card = _card()
+    text = card.answer.text + "\n\nSimilar cases (other subjects, for comparison only): A cat [Evidence 2]."
+    page = to_html(dataclasses.replace(card, answer=dataclasses.replace(card.answer, text=text)))
+    box = page[page.index("class='box answer'"):]
+    box = box[:box.index("</div>")]
+    assert box.count("<p>") == 2 and "</p><p>Similar cases (other subjects" in box

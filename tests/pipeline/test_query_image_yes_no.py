@@ -59,7 +59,7 @@ def test_an_unmatched_yes_no_question_about_a_captioned_image_says_nothing_match
     assert "classifier" not in subject_part  # a caption is what a person wrote: no caveat about labels
     assert all("dog" not in c.text.lower() for c in result.answer.claims)  # the notice is no claim
     assert result.trace["relevance"]["unmatched"] == "dog"
-    assert any("nothing recorded of it matches" in step for step in result.answer.reasoning)
+    assert any("nothing recorded of the evidence found for it matches" in step for step in result.answer.reasoning)
 
 
 def test_a_matched_open_or_either_or_question_gets_no_notice(captioned):

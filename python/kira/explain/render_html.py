@@ -29,6 +29,7 @@ h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:20px 0 8px;border-bott
 .question{background:#eef0f4;border-color:#eef0f4;color:#344054}
 .answer{font-size:17px;line-height:1.5;border:1px solid #b2ccff;border-left:6px solid #2e6be6;background:#f5f8ff}
 .answer a{color:#2e6be6;text-decoration:none;font-weight:600}.answer a:hover{text-decoration:underline}
+.answer p{margin:0 0 8px}.answer p:last-of-type{margin-bottom:0}
 .banner{border-radius:6px;padding:12px 14px;margin:8px 0 16px;font-weight:600}
 .banner.nomatch{background:#fef3f2;border:1px solid #fda29b;color:#912018}
 .banner.low{background:#fffaeb;border:1px solid #fec84b;color:#93370d}
@@ -229,7 +230,9 @@ def to_html(card: RationaleCard) -> str:
 
     line = confidence_line(card)
     conf = f"<div class='muted'>{_e(line)}</div>" if line else ""
-    parts.append(f"<div class='box answer'>{linked(card.answer.text)}{conf}</div>")
+    paragraphs = [p for p in card.answer.text.split("\n\n") if p.strip()] or [""]
+    text = "".join(f"<p>{linked(p)}</p>" for p in paragraphs)  # the similar cases apart, as in the text card
+    parts.append(f"<div class='box answer'>{text}{conf}</div>")
     parts.append(f"<h2>Evidence ({len(card.pack.items)})</h2>")
     parts += [_evidence_block(i, f"[Evidence {i.number}]", match=match_label(card, i))
               for i in card.pack.items] or [

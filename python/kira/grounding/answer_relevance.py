@@ -197,8 +197,8 @@ def with_notice(answer: Answer, notice: str) -> Answer:
     """`answer` with `notice` (`unmatched_notice`) opening its text and a reasoning step saying why."""
     if not notice:
         return answer
-    step = ("The question asks whether the query image shows something that nothing recorded of it matches, so "
-            "the answer says so before what is known of the image.")
+    step = ("The question asks yes or no about the query image, and nothing recorded of the evidence found for it "
+            "matches what it asks, so the answer says so first.")
     return dataclasses.replace(answer, text=f"{notice} {answer.text}", reasoning=(*answer.reasoning, step))
 
 
