@@ -14,9 +14,9 @@ wrote them:
 
 A query image that is no stored image is a subject the knowledge base holds nothing about: what
 the evidence found for it states is about other images. `attributed_to_stored` opens such an
-answer by saying so and naming them ("The query image is not a stored image; the stored image
-found for it, camera, states: Black and white photo of a man with a camera [Evidence 1]."), so a
-photo of an astronaut is not answered "An orange cat lying on a rug" as if it showed one.
+answer by saying so ("Stored images found for the query image show: Black and white photo of a man
+with a camera [Evidence 1, 5]."; the citations and the card name them), so a photo of an astronaut
+is not answered "An orange cat lying on a rug" as if it showed one.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def enforce_subject(answer: Answer, pack: EvidencePack, similar: Answer | None =
 
 
 def attributed_to_stored(answer: Answer, pack: EvidencePack, *, image_query: bool) -> Answer:
-    """`answer` opened by the sentence that names the stored images its claims come from, when the query image
+    """`answer` opened by the words that say its claims come from stored images found for it, when the query image
     is no stored image (no item is `EvidenceItem.shown_by_query_image`) and the first item has a person's words
     (module docstring); an answer that already names its item (no caption: kira.reasoning.field_answer's leads),
     abstains or makes no claim is returned unchanged."""
@@ -84,13 +84,11 @@ def attributed_to_stored(answer: Answer, pack: EvidencePack, *, image_query: boo
             or any(item.shown_by_query_image for item in pack.items) or not shown(pack.items[0]).human_text):
         return answer
     by_number = {item.number: item for item in pack.items}
-    docs = list(dict.fromkeys(by_number[n].doc_id for c in answer.claims for n in c.citations if n in by_number))
+    docs = {by_number[n].doc_id for c in answer.claims for n in c.citations if n in by_number}
     if not docs:
         return answer
-    named = docs[0] if len(docs) == 1 else ", ".join(docs[:-1]) + f" and {docs[-1]}"
-    found = (f"the stored image found for it, {named}, states" if len(docs) == 1
-             else f"the stored images found for it, {named}, state")
-    lead = f"The query image is not a stored image; {found}:"
+    lead = ("A stored image found for the query image shows:" if len(docs) == 1
+            else "Stored images found for the query image show:")
     step = ("The query image is no stored image: what the answer states is what the stored images found for it "
-            "state, and the answer says so.")
+            f"({', '.join(sorted(docs))}) show, and the answer says so.")
     return dataclasses.replace(answer, text=f"{lead} {answer.text}", reasoning=(*answer.reasoning, step))
