@@ -14,7 +14,7 @@ import pytest
 from skimage_photos import CAPTIONS, captioned_kb, skimage_rgb
 
 from kira.pipeline import Kira
-from kira.reasoning.relevance import asks_yes_no
+from kira.reasoning.question_form import asks_yes_no
 from kira.reasoning.subject import SIMILAR_HEADING
 
 pytest.importorskip("skimage.data", reason="needs scikit-image (pip install 'kira[demo]')")

@@ -24,7 +24,8 @@ from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import abstention_text
-from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, asks_yes_no, question_words
+from kira.reasoning.question_form import asks_yes_no
+from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 

@@ -35,7 +35,7 @@ relevant by construction, and r is None (nothing to measure). So does a question
 image whose words match nothing the evidence shows ("what land cover does this tile show?"): the
 evidence is what the image matches; a query image never makes the answer abstain. The words it
 measured and found unmatched stay in the verdict (`Relevance.unmatched`): a yes/no question
-(`asks_yes_no`: "is this a dog?" about a photo of coffee) is then answered with what the image's
+(kira.reasoning.question_form.asks_yes_no: "is this a dog?" about a photo of coffee) is then answered with what the image's
 evidence shows, opened by a sentence saying that nothing recorded about it matches 'dog'
 (kira.grounding.answer_relevance.unmatched_notice). (When the
 query image clearly shows a stored document, the pipeline's Subject stage makes that document the
@@ -186,17 +186,6 @@ def question_words(question: str) -> list[str]:
     """The question's content words that say what it is about (framing words like 'find', 'photo' removed)."""
     generic = {stem(w) for w in GENERIC_QUESTION_WORDS}
     return [t for t in content_tokens(question or "") if t not in GENERIC_QUESTION_WORDS and stem(t) not in generic]
-
-
-YES_NO_OPENERS = frozenset("is are was were am does do did has have had can could will would should".split())
-"""English words that open a yes/no question ("is this a dog?", "does it show a crack?")."""
-
-
-def asks_yes_no(question: str) -> bool:
-    """Whether `question` asks yes or no: it opens with an auxiliary verb and offers no alternatives ("is the
-    tissue benign or malignant?" asks which, not whether)."""
-    tokens = (question or "").lower().replace("?", " ").split()
-    return bool(tokens) and tokens[0] in YES_NO_OPENERS and "or" not in tokens
 
 
 def source_support(view: Shown) -> float:
@@ -401,4 +390,4 @@ class RelevanceJudge:
 
 
 __all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NAMED_GAP_Z", "NEAR_LABEL_Z", "PROBES",
-           "Relevance", "RelevanceJudge", "YES_NO_OPENERS", "asks_yes_no", "question_words", "source_support"]
+           "Relevance", "RelevanceJudge", "question_words", "source_support"]
