@@ -59,14 +59,16 @@ def fact_phrases(view: Shown, *, appearance: bool) -> list[str]:
 CLOSEST = "The closest match, {doc},"
 QUERY_SHOWS = "The query image shows {doc}, which"
 ANOTHER = "Another image, {doc},"
+NAMED = "{doc}"
 """`item_sentence` leads: the closest item; the document a query image clearly shows (a copy, crop or mirror of
-it); a similar case, another subject's image."""
+it); a similar case, another subject's image; a document the question names ("what does IMG_1005 show?": it is
+no "closest match", it is what was asked about)."""
 
 
 def item_sentence(item: EvidenceItem, *, appearance: bool, lead: str = CLOSEST) -> str:
     """One sentence about an image without a caption, e.g. "The closest match, IMG_1005, has no caption;
     the image classifier labels it 'space shuttle' (p 0.62)" (no final full stop, no citation). lead: how the
-    sentence names the image, with ``{doc}`` for its id (`CLOSEST`, `QUERY_SHOWS`, `ANOTHER`; "{doc}" alone)."""
+    sentence names the image, with ``{doc}`` for its id (`CLOSEST`, `QUERY_SHOWS`, `ANOTHER`, `NAMED`)."""
     view = shown(item)
     name = lead.format(doc=item.doc_id)
     if view.human_text:
@@ -127,4 +129,4 @@ def _known_only_by_labels(item: EvidenceItem) -> bool:
     return bool(view.labels) and not (view.human_text or view.tags or view.text_read or view.metadata)
 
 
-__all__ = ["ANOTHER", "CLOSEST", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases", "item_sentence", "label_phrase"]
+__all__ = ["ANOTHER", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases", "item_sentence", "label_phrase"]

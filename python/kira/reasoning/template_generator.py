@@ -49,7 +49,7 @@ from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
 from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_ranges, without_words
 from kira.reasoning.position_agreement import disputed_positions
-from kira.reasoning.field_answer import ANOTHER, CLOSEST, QUERY_SHOWS, item_sentence
+from kira.reasoning.field_answer import ANOTHER, CLOSEST, NAMED, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.statement_votes import (Statement, clear_match_first, join_heads, numbers_of, restates,
                                             vote_weights)
@@ -67,6 +67,11 @@ NO_EVIDENCE_TEXT = "I found no evidence in the knowledge base that answers this 
 def is_comparison(question: str, vocab: Vocabulary) -> bool:
     """Whether `question` asks for a comparison (a comparison word of the profile among its words)."""
     return bool({stem(t) for t in content_tokens(question)} & vocab.comparison_stems)
+
+
+def _named(item: EvidenceItem) -> bool:
+    """Whether the question names `item`'s document (the identifier path led with it)."""
+    return "identifier" in item.paths
 
 
 def _sentence(text: str, citation: str) -> str:
@@ -266,8 +271,14 @@ class TemplateGenerator:
         )
         first = pool[0]  # the pack's order is the order to read it in (best first)
         if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
+            if _named(first) and not pack.of_similar_cases:  # each document the question names, in pack order
+                named: dict[str, EvidenceItem] = {}
+                for item in pool:
+                    if _named(item):
+                        named.setdefault(item.doc_id, item)
+                return self._from_fields(question, list(named.values())[: self.max_citations], trace, NAMED)
             lead = ANOTHER if pack.of_similar_cases else QUERY_SHOWS if first.shown_by_query_image else CLOSEST
-            return self._from_fields(question, first, trace, lead)
+            return self._from_fields(question, [first], trace, lead)
         candidates, metadata = self._candidates(question, pool, pack.matches)
         if metadata:
             trace.append("Set aside as bookkeeping: " + "; ".join(metadata[:6]) + ".")
@@ -353,22 +364,28 @@ class TemplateGenerator:
         text = " ".join(claim.text for claim in claims)
         return Answer(text=text, reasoning=tuple(trace), claims=tuple(claims), generator=self.name)
 
-    def _from_fields(self, question: str, best: EvidenceItem, trace: list[str], lead: str) -> Answer:
-        """One claim about the closest item from its fields (kira.reasoning.field_answer), opening with `lead`
-        (`item_sentence`)."""
+    def _from_fields(self, question: str, items: list[EvidenceItem], trace: list[str], lead: str) -> Answer:
+        """One claim per item from its fields (kira.reasoning.field_answer), each opening with `lead`
+        (`item_sentence`): the closest item, or each document the question names."""
         appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
-        view = shown(best)
+        best = items[0]
         trace.append(
-            f"The first item, [Evidence {best.number}] {best.doc_id}, has no caption: the answer says what its "
-            "fields record (tags, text read, classifier labels, metadata)"
-            + (", and its measured looks, since the question asks about appearance" if appearance else
-               "; its measured looks are not a finding, since the question does not ask about appearance") + ".")
-        if view.empty and not (appearance and view.looks):
+            f"The first item, [Evidence {best.number}] {best.doc_id}, has no caption: the answer says what "
+            + ("each named document's" if len(items) > 1 else "its")
+            + " fields record (tags, text read, classifier labels, metadata)"
+            + (", and measured looks, since the question asks about appearance" if appearance else
+               "; measured looks are not a finding, since the question does not ask about appearance") + ".")
+        if all(shown(i).empty for i in items) and not (appearance and any(shown(i).looks for i in items)):
             trace.append("Nothing recorded says what it shows.")
-        sentence = item_sentence(best, appearance=appearance, lead=lead)
-        claim = Claim(text=_sentence(sentence, format_citation((best.number,))), citations=(best.number,))
-        trace.append("Answer written as 1 claim, citing the item it describes.")
-        return Answer(text=claim.text, reasoning=tuple(trace), claims=(claim,), generator=self.name)
+        def sentence(item: EvidenceItem) -> str:  # a document id opening it keeps its case ("img_1005 has ...")
+            text = item_sentence(item, appearance=appearance, lead=lead)
+            citation = format_citation((item.number,))
+            return f"{text} {citation}." if lead.startswith("{doc}") else _sentence(text, citation)
+
+        claims = tuple(Claim(text=sentence(i), citations=(i.number,)) for i in items)
+        trace.append(f"Answer written as {len(claims)} claim(s), each citing the item it describes.")
+        return Answer(text=" ".join(c.text for c in claims), reasoning=tuple(trace), claims=claims,
+                      generator=self.name)
 
     def describe(self) -> dict[str, Any]:
         """Settings for the rationale card's config summary."""
