@@ -177,7 +177,8 @@ def abstention(state: QueryState, pack: EvidencePack, verdict: Relevance) -> Ans
 def unmatched_notice(state: QueryState, pack: EvidencePack, verdict: Relevance | None,
                      appearance_words: tuple[str, ...] = ()) -> str:
     """The sentence that opens the answer to a yes/no question about a query image when nothing recorded of
-    the image's evidence matches what it asks ("Nothing recorded about IMG_1027 matches 'dog'."); "" otherwise. For an image known only by classifier labels it says how little that rests on."""
+    the image's evidence matches what it asks ("Nothing recorded about IMG_1027 matches 'dog'."); "" otherwise.
+    For an image known only by classifier labels it says how little that rests on."""
     if verdict is None or not verdict.unmatched or not pack.items or not asks_yes_no(state.question):
         return ""
     docs = list(dict.fromkeys(i.doc_id for i in pack.items))
@@ -190,7 +191,7 @@ def unmatched_notice(state: QueryState, pack: EvidencePack, verdict: Relevance |
                  "everything it shows)" if len(docs) == 1 else " (they have no captions: kira knows them only by "
                  "an image classifier's labels, which may not name everything they show)")
     elif not looks and all(v.empty for v in views):
-        text += " (nothing recorded says what it shows)" if len(docs) == 1 else " (nothing recorded says what they show)"
+        text += f" (nothing recorded says what {'it shows' if len(docs) == 1 else 'they show'})"
     return text + "."
 
 

@@ -129,4 +129,5 @@ def _known_only_by_labels(item: EvidenceItem) -> bool:
     return bool(view.labels) and not (view.human_text or view.tags or view.text_read or view.metadata)
 
 
-__all__ = ["ANOTHER", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases", "item_sentence", "label_phrase"]
+__all__ = ["ANOTHER", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases",
+           "item_sentence", "label_phrase"]

@@ -35,9 +35,9 @@ relevant by construction, and r is None (nothing to measure). So does a question
 image whose words match nothing the evidence shows ("what land cover does this tile show?"): the
 evidence is what the image matches; a query image never makes the answer abstain. The words it
 measured and found unmatched stay in the verdict (`Relevance.unmatched`): a yes/no question
-(kira.reasoning.question_form.asks_yes_no: "is this a dog?" about a photo of coffee) is then answered with what the image's
-evidence shows, opened by a sentence saying that nothing recorded about it matches 'dog'
-(kira.grounding.answer_relevance.unmatched_notice). (When the
+(kira.reasoning.question_form.asks_yes_no: "is this a dog?" about a photo of coffee) is then
+answered with what the image's evidence shows, opened by a sentence saying that nothing
+recorded about it matches 'dog' (kira.grounding.answer_relevance.unmatched_notice). (When the
 query image clearly shows a stored document, the pipeline's Subject stage makes that document the
 pack's items, so a cat elsewhere in the knowledge base does not answer "is there a cat?" about a
 photo of coffee: kira.grounding.stages.)

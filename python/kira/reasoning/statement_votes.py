@@ -84,8 +84,7 @@ class Statement:
 def join_heads(chosen: list[Statement], trace: list[str]) -> list[Statement]:
     """`chosen` with each claim whose head is chosen too read as the one sentence they were written as, head first
     and in the head's place: "A breakfast table: two cups and a teapot", not "Two cups and a teapot. A breakfast
-    table". The joined claim cites the items
-    stating its body, then those stating only its head."""
+    table". The joined claim cites the items stating its body, then those stating only its head."""
     out = list(chosen)
     for body in list(out):
         head = next((c for c in out if c is not body and body.head and stems_of(c.text) == stems_of(body.head)), None)

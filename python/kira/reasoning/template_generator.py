@@ -377,6 +377,7 @@ class TemplateGenerator:
                "; measured looks are not a finding, since the question does not ask about appearance") + ".")
         if all(shown(i).empty for i in items) and not (appearance and any(shown(i).looks for i in items)):
             trace.append("Nothing recorded says what it shows.")
+
         def sentence(item: EvidenceItem) -> str:  # a document id opening it keeps its case ("img_1005 has ...")
             text = item_sentence(item, appearance=appearance, lead=lead)
             citation = format_citation((item.number,))
