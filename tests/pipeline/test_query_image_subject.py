@@ -82,3 +82,12 @@ def test_the_reasoning_layer_names_the_clear_match_path_as_retrieval_writes_it()
     assert RetrievalPath.CLEAR_MATCH == SHOWN_BY_QUERY_IMAGE
     assert _item(1, "coffee", "a cup", (str(RetrievalPath.CLEAR_MATCH),)).shown_by_query_image
     assert not _item(1, "coffee", "a cup", ("visual",)).shown_by_query_image
+
+
+def test_the_reasoning_layer_names_the_identifier_path_as_retrieval_writes_it():
+    from kira.query_state import RetrievalPath
+    from kira.reasoning.types import NAMED_BY_QUESTION
+
+    assert RetrievalPath.IDENTIFIER == NAMED_BY_QUESTION
+    assert _item(1, "P017", "a film", (str(RetrievalPath.IDENTIFIER),)).named_by_question
+    assert not _item(1, "P017", "a film", ("visual",)).named_by_question

@@ -23,7 +23,7 @@ from kira.grounding.pieces import built_with_this_text_encoder, stored_vectors
 from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
-from kira.reasoning.field_answer import abstention_text
+from kira.reasoning.field_answer import abstention_text, labels_only_caveat
 from kira.reasoning.question_form import asks_yes_no
 from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
 from kira.reasoning.shown import asks_about_appearance, shown
@@ -184,15 +184,12 @@ def unmatched_notice(state: QueryState, pack: EvidencePack, verdict: Relevance |
     docs = list(dict.fromkeys(i.doc_id for i in pack.items))
     about = docs[0] if len(docs) == 1 else ", ".join(docs[:-1]) + f" and {docs[-1]}"
     text = f"Nothing recorded about {about} matches '{verdict.unmatched}'"
-    views = [shown(i) for i in pack.items]
-    looks = asks_about_appearance(verdict.unmatched, appearance_words)  # "is it dark?": measured, not guessed
-    if not looks and all(v.labels and not (v.human_text or v.tags or v.text_read) for v in views):
-        text += (" (it has no caption: kira knows it only by an image classifier's labels, which may not name "
-                 "everything it shows)" if len(docs) == 1 else " (they have no captions: kira knows them only by "
-                 "an image classifier's labels, which may not name everything they show)")
-    elif not looks and all(v.empty for v in views):
-        text += f" (nothing recorded says what {'it shows' if len(docs) == 1 else 'they show'})"
-    return text + "."
+    if asks_about_appearance(verdict.unmatched, appearance_words):  # "is it dark?": measured, not guessed
+        return text + "."
+    caveat = labels_only_caveat(pack.items)
+    if not caveat and all(shown(i).empty for i in pack.items):
+        caveat = f"nothing recorded says what {'it shows' if len(docs) == 1 else 'they show'}"
+    return f"{text} ({caveat})." if caveat else text + "."
 
 
 def with_notice(answer: Answer, notice: str) -> Answer:

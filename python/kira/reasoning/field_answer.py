@@ -117,11 +117,21 @@ def abstention_text(question: str, items: Sequence[EvidenceItem], *, image_query
     closest = named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
     noun = "the closest item is" if len(named) == 1 else "the closest items are"
     text = f"Nothing in this knowledge base matches {asked}; {noun} {closest}."
-    if all(_known_only_by_labels(i) for i in docs[:max_items]):  # say how little "nothing matches" rests on
-        text += (" It has no caption: kira knows it only by an image classifier's labels, which may not name what "
-                 "it shows." if len(named) == 1 else " They have no captions: kira knows them only by an image "
-                 "classifier's labels, which may not name what they show.")
-    return text
+    caveat = labels_only_caveat(docs[:max_items])  # say how little "nothing matches" rests on
+    return f"{text} {caveat[:1].upper()}{caveat[1:]}." if caveat else text
+
+
+def labels_only_caveat(items: Sequence[EvidenceItem]) -> str:
+    """"it has no caption: kira knows it only by an image classifier's labels, which may not name what it shows"
+    (plural for several documents) when every one of `items`' documents is known only by classifier labels;
+    "" otherwise. What a statement that nothing matches rests on."""
+    docs = {item.doc_id: item for item in items}
+    if not docs or not all(_known_only_by_labels(i) for i in docs.values()):
+        return ""
+    if len(docs) == 1:
+        return "it has no caption: kira knows it only by an image classifier's labels, which may not name what it shows"
+    return ("they have no captions: kira knows them only by an image classifier's labels, which may not name what "
+            "they show")
 
 
 def _known_only_by_labels(item: EvidenceItem) -> bool:
@@ -130,4 +140,4 @@ def _known_only_by_labels(item: EvidenceItem) -> bool:
 
 
 __all__ = ["ANOTHER", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases",
-           "item_sentence", "label_phrase"]
+           "item_sentence", "label_phrase", "labels_only_caveat"]

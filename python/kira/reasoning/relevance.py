@@ -327,7 +327,7 @@ class RelevanceJudge:
         if not items:
             return Relevance(relevant=False, score=0.0, support=0.0, best=None, basis="none")
         words = question_words(question)
-        named = next((i for i in items if "identifier" in i.paths), None)
+        named = next((i for i in items if i.named_by_question), None)
         if named is not None or not words:
             # "what does P017 show?", an image-only query: about the subject it names or the query image
             best = named or items[0]

@@ -69,11 +69,6 @@ def is_comparison(question: str, vocab: Vocabulary) -> bool:
     return bool({stem(t) for t in content_tokens(question)} & vocab.comparison_stems)
 
 
-def _named(item: EvidenceItem) -> bool:
-    """Whether the question names `item`'s document (the identifier path led with it)."""
-    return "identifier" in item.paths
-
-
 def _sentence(text: str, citation: str) -> str:
     text = text[:1].upper() + text[1:]
     return f"{text} {citation}." if citation else f"{text}."
@@ -271,10 +266,10 @@ class TemplateGenerator:
         )
         first = pool[0]  # the pack's order is the order to read it in (best first)
         if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
-            if _named(first) and not pack.of_similar_cases:  # each document the question names, in pack order
+            if first.named_by_question and not pack.of_similar_cases:  # each document the question names, in pack order
                 named: dict[str, EvidenceItem] = {}
                 for item in pool:
-                    if _named(item):
+                    if item.named_by_question:
                         named.setdefault(item.doc_id, item)
                 return self._from_fields(question, list(named.values())[: self.max_citations], trace, NAMED)
             lead = ANOTHER if pack.of_similar_cases else QUERY_SHOWS if first.shown_by_query_image else CLOSEST

@@ -24,6 +24,8 @@ _CITATION_MARK = re.compile(r"\s*\[Evidence\s+\d+(?:\s*(?:,|and|&)\s*\d+)*\]", r
 
 SHOWN_BY_QUERY_IMAGE = "clear_match"
 """The path that marks the document a query image clearly shows (kira.query_state.RetrievalPath.CLEAR_MATCH)."""
+NAMED_BY_QUESTION = "identifier"
+"""The path that marks a document the question names (kira.query_state.RetrievalPath.IDENTIFIER)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,11 @@ class EvidenceItem:
         """Whether the query image clearly shows this item's document (a copy, crop or mirror of it): the
         retrieval path `SHOWN_BY_QUERY_IMAGE` led it."""
         return SHOWN_BY_QUERY_IMAGE in self.paths
+
+    @property
+    def named_by_question(self) -> bool:
+        """Whether the question names this item's document (the retrieval path `NAMED_BY_QUESTION` led it)."""
+        return NAMED_BY_QUESTION in self.paths
 
     def render(self) -> str:
         """The block a generator reads: ``[Evidence N] (doc=..., level=..., score=..., paths=...) summary``.

@@ -210,8 +210,9 @@ class MilvusLexical:
                                      limit=limit + 1, timeout=self.timeout)
             if not rows or len(rows) > limit:
                 continue
-            if self._describes_more(word, len(rows)):
-                rows = [r for r in rows if whole_id_named(word, self._distinct_ids(r, limit), question)]
+            if self._describes_more(word, len(rows)):  # an id needs another word of the question to be whole
+                rows = [r for r in rows if _ids_words(r) & (question - {word})
+                        and whole_id_named(word, self._distinct_ids(r, limit), question)]
             ids = np.array(sorted(int(r["id"]) for r in rows), dtype=np.int64)
             if allow is not None:
                 ids = ids[np.isin(ids, np.asarray(allow, dtype=np.int64))]
@@ -230,11 +231,19 @@ class MilvusLexical:
 
     def _distinct_ids(self, row: Mapping[str, Any], limit: int) -> tuple[frozenset[str], ...]:
         """The distinctive words (held by 1 to `limit` documents) of each id of a document row: its doc id and
-        group ids (`IdentifierIndex.ids_of`)."""
-        texts = [str(row["doc_id"])] + [str(key).split(":", 1)[-1] for key in (row.get("groups") or ())]
+        group ids (`IdentifierIndex.ids_of`); one cached count per word."""
         return tuple(frozenset(w for w in name_words(t)
                                if 0 < self._count(f"level == \"document\" and text_match(names, '{stored_word(w)}')")
-                               <= limit) for t in texts)
+                               <= limit) for t in _ids(row))
+
+
+def _ids(row: Mapping[str, Any]) -> list[str]:
+    """A document row's ids: its doc id and the ids of its groups."""
+    return [str(row["doc_id"])] + [str(key).split(":", 1)[-1] for key in (row.get("groups") or ())]
+
+
+def _ids_words(row: Mapping[str, Any]) -> set[str]:
+    return set().union(*(name_words(t) for t in _ids(row)))
 
 
 def _levels(levels: Sequence[str]) -> str:
