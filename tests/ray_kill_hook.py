@@ -57,3 +57,7 @@ def kill_the_node_after_its_first_write() -> None:
         return written
 
     kb_writes.write_items = write_then_kill_the_node
+
+RAY_DROPPED_HANDLES = r"ignore:Exception ignored in. <function Popen.__del__:pytest.PytestUnraisableExceptionWarning"
+"""A real Ray job drops ``Popen`` handles of processes it still runs (a killed worker's restart, a lost node); the
+warning their collection raises is Ray's, not the job's. stop_ray kills and reaps those processes by pid after."""

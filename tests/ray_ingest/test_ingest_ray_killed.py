@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ray_kill_hook import RAY_DROPPED_HANDLES
 
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
@@ -20,6 +21,8 @@ from test_ingest_ray_cli import _corpus  # noqa: E402
 from ray_kill_hook import KILL_MARK, die_after_the_first_write  # noqa: E402
 
 
+
+@pytest.mark.filterwarnings(RAY_DROPPED_HANDLES)
 @pytest.mark.slow  # about 50 s here: a local Ray, a 20-image job with one worker killed, one local ingest
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 def test_a_worker_killed_mid_job_leaves_no_duplicate_and_no_gap(tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ray_kill_hook import RAY_DROPPED_HANDLES
 
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
@@ -56,6 +57,8 @@ print(json.dumps({"added": summary.added, "skipped": [path for path, _ in summar
 """
 
 
+
+@pytest.mark.filterwarnings(RAY_DROPPED_HANDLES)
 @pytest.mark.slow  # starts a two-node Ray cluster, loses one node mid-job, ingests 20 images twice (about 60 s here)
 def test_a_node_killed_mid_job_leaves_the_local_ingests_chunks_with_no_duplicate_and_no_gap(tmp_path):
     from kira.knowledge_base import KnowledgeBase

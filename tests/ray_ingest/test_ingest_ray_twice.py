@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 import pytest
+from ray_kill_hook import RAY_DROPPED_HANDLES
 
 pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
 pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
@@ -83,6 +84,8 @@ def test_stop_ray_puts_back_the_auth_mode_of_before_start_ray(monkeypatch, befor
     assert os.environ.get(AUTH_MODE) == before
 
 
+
+@pytest.mark.filterwarnings(RAY_DROPPED_HANDLES)
 @pytest.mark.slow  # about 50 s here: two local Rays, one after the other, each a 20-image job
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 def test_two_ray_ingests_in_one_process_each_fill_their_knowledge_base(tmp_path, monkeypatch):
