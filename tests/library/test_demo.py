@@ -31,3 +31,7 @@ def test_full_demo_answers_the_battery_circuit_question_about_the_battery_circui
     answer = dict(summary.questions)["a circuit with a battery and resistors"]
     assert "battery" in answer.lower() and "led" not in answer.lower().split(), answer
     assert "similar cases" not in answer.lower(), answer
+    # the two revisions of one design are one subject at two times: both stated, in order (sequence_answer)
+    revised = dict(summary.questions)["Show me a low-pass filter schematic and how it was revised"]
+    first, second = revised.index("rc_filter_rev1 (rc-filter-design, 1 of 2): "), revised.index("rc_filter_rev2 (")
+    assert first < second and "100n capacitor" in revised[first:second] and "two-stage" in revised[second:], revised

@@ -27,8 +27,10 @@ def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[floa
     provenance holds source, caption, tags, metadata, image_size (width, height), the
     parent chunk, how it was encoded, the best raw cosine score over the paths that
     found it and, for a document in a temporal or multiview group, "compound": the key
-    of its compound document (`KnowledgeBase.compound_of`), and for one in a multiview group
-    "views": that group's id (`KnowledgeBase.view_set_of`). `rows` may pass chunk rows already fetched.
+    of its compound document (`KnowledgeBase.compound_of`), for one in a multiview group
+    "views": that group's id (`KnowledgeBase.view_set_of`), and for one in a temporal sequence "sequence":
+    {"id": the sequence's id, "place": its 1-based place in it, "of": the sequence's length}. `rows` may pass
+    chunk rows already fetched.
     """
     ids = [int(i) for i in ids]
     if rows is None or any(i not in rows for i in ids):
@@ -37,7 +39,7 @@ def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[floa
     docs = kb.documents(doc_ids)
     stored = kb.provenances(doc_ids)
     compounds = kb.compounds_for(doc_ids=doc_ids)  # the groups of these documents alone (per hit on Milvus)
-    compound, view_set = compounds.compound_of, compounds.view_set_of
+    compound, view_set, sequence = compounds.compound_of, compounds.view_set_of, compounds.sequence_of
     thumbs: dict[str, np.ndarray | None] = {}
     items: list[EvidenceItem] = []
     for cid, score in zip(ids, scores):
@@ -66,6 +68,9 @@ def build_items(kb: KnowledgeBaseLike, ids: Sequence[int], scores: Sequence[floa
             provenance["compound"] = compound[row.doc_id]
         if row.doc_id in view_set:
             provenance["views"] = view_set[row.doc_id]
+        if row.doc_id in sequence:
+            gid, place, length = sequence[row.doc_id]
+            provenance["sequence"] = {"id": gid, "place": place, "of": length}
         if cid in cosine:
             provenance["cosine"] = round(float(cosine[cid]), 4)
         items.append(EvidenceItem(

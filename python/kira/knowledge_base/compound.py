@@ -5,7 +5,7 @@ Temporal sequences and multiview sets are stored as groups of documents
 pipeline reads: the core's `CompoundGroups` over document-chunk ids (compound expansion),
 the kind of each member pair, each document chunk's partners, each document's compound
 document (groups that share a document are one compound document, keyed by its smallest
-doc id) and each document's multiview set.
+doc id), each document's multiview set and each document's place in its temporal sequence.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ class CompoundIndex:
     partners: Mapping[int, frozenset[int]]  # document chunk -> the document chunks sharing a group with it
     compound_of: Mapping[str, str]  # doc id -> its compound document's key (documents in no group absent)
     view_set_of: Mapping[str, str]  # doc id -> its multiview set's id (sets of 2+)
+    sequence_of: Mapping[str, tuple[str, int, int]]  # doc id -> (temporal sequence id, 1-based place, members)
+    # for sequences of 2+; a document in two sequences: the first by id
 
     @classmethod
     def build(cls, groups: Sequence[tuple[str, str, Sequence[str]]], doc_chunk: Mapping[str, int]) -> CompoundIndex:
@@ -45,7 +47,13 @@ class CompoundIndex:
                         kinds.setdefault((a, b), kind)
                         partners.setdefault(a, set()).add(b)
         view_set = {d: gid for kind, gid, docs in groups if kind == "multiview" and len(docs) >= 2 for d in docs}
-        return cls(core, kinds, {d: frozenset(p) for d, p in partners.items()}, _compound_documents(groups), view_set)
+        sequence: dict[str, tuple[str, int, int]] = {}
+        for kind, gid, docs in sorted(groups, key=lambda g: (g[0], g[1])):
+            if kind == "temporal" and len(docs) >= 2:
+                for place, d in enumerate(docs, 1):
+                    sequence.setdefault(d, (gid, place, len(docs)))
+        return cls(core, kinds, {d: frozenset(p) for d, p in partners.items()}, _compound_documents(groups), view_set,
+                   sequence)
 
 
 def _compound_documents(groups: Sequence[tuple[str, str, Sequence[str]]]) -> dict[str, str]:

@@ -32,6 +32,9 @@ applies. The generator answers with the *content the top evidence agrees on*:
    when both are chosen, head first (`kira.reasoning.statement_votes.join_heads`).
 5. When the question asks what several views show together (kira.reasoning.view_agreement),
    the claim says the views agree only when each view states it.
+6. When the evidence holds two or more members of one temporal sequence (the first item's) that
+   state different things, each member is answered from its own items, in sequence order
+   (kira.reasoning.sequence_answer): a revision is the subject at its time, not a rival reading.
 
 The generator answers from the pack it is given: which items are about the subject asked
 about, and which are similar cases, is decided before it (kira.pipeline's subject stage and
@@ -42,6 +45,7 @@ Output is a pure function of (question, pack, profile).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Mapping
 
@@ -51,12 +55,13 @@ from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_rang
 from kira.reasoning.position_agreement import disputed_positions
 from kira.reasoning.field_answer import ANOTHER, CLOSEST, NAMED, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
+from kira.reasoning.sequence_answer import SequenceInEvidence, members_in, sequence_in_evidence, trace_line
 from kira.reasoning.statement_votes import (Statement, clear_match_first, join_heads, numbers_of, restates,
                                             vote_weights)
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
                                       vocabulary, witness)
 from kira.text.tokens import content_tokens, stem
-from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
+from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack, strip_citation_marks
 from kira.reasoning.view_agreement import agreeing_views, asks_agreement
 
 log = logging.getLogger(__name__)
@@ -264,6 +269,12 @@ class TemplateGenerator:
             )
             + "."
         )
+        if not pack.of_similar_cases:
+            sequence = sequence_in_evidence(pool, max_members=self.max_citations)
+            if sequence is not None:
+                in_order = self._in_sequence_order(question, pack, sequence, trace)
+                if in_order is not None:
+                    return in_order
         first = pool[0]  # the pack's order is the order to read it in (best first)
         if not shown(first).human_text:  # nobody described the closest image in words: say what is known of it
             if first.named_by_question and not pack.of_similar_cases:  # each document the question names, in pack order
@@ -358,6 +369,36 @@ class TemplateGenerator:
         trace.append(f"Answer written as {len(claims)} claim(s), each citing the evidence that states it.")
         text = " ".join(claim.text for claim in claims)
         return Answer(text=text, reasoning=tuple(trace), claims=tuple(claims), generator=self.name)
+
+    def _in_sequence_order(self, question: str, pack: EvidencePack, sequence: SequenceInEvidence,
+                           trace: list[str]) -> Answer | None:
+        """Each member of `sequence` answered from its own items, in order, led by its id and place
+        (kira.reasoning.sequence_answer); None when every member's answer states the same thing."""
+        answers: list[tuple[str, Answer]] = []
+        for member in sequence.members:
+            numbers = {i.number for i in member.items}
+            own = EvidencePack(pack.question, items=member.items, subject=pack.subject,
+                               matches={n: r for n, r in pack.matches.items() if n in numbers})
+            place = sequence.place(member)
+            if shown(member.items[0]).human_text:
+                answers.append((f"{member.doc_id} {place}", self.generate(question, own)))
+            else:  # "rc_filter_rev1 (rc-filter-design, 1 of 2) has no caption; ..."
+                lead = NAMED + " " + place.replace("{", "{{").replace("}", "}}")
+                answers.append(("", self._from_fields(question, [member.items[0]], [], lead)))
+        said = {" ".join(strip_citation_marks(c.text).lower().split()) for _, a in answers for c in a.claims}
+        if len(said) <= 1 or any(not a.claims for _, a in answers):
+            return None
+        trace.append(trace_line(sequence, members_in(pack.items, sequence.sequence_id)))
+        claims: list[Claim] = []
+        for lead, answer in answers:
+            for n, claim in enumerate(answer.claims):
+                if lead and n == 0:
+                    claim = dataclasses.replace(claim, text=f"{lead}: {claim.text}", lead=lead)
+                claims.append(claim)
+        trace.append(f"Answer written as {len(claims)} claim(s), each member's first led by its id and place, "
+                     "each citing the member's evidence that states it.")
+        return Answer(text=" ".join(c.text for c in claims), reasoning=tuple(trace), claims=tuple(claims),
+                      generator=self.name)
 
     def _from_fields(self, question: str, items: list[EvidenceItem], trace: list[str], lead: str) -> Answer:
         """One claim per item from its fields (kira.reasoning.field_answer), each opening with `lead`

@@ -213,7 +213,10 @@ class Claim:
     them; ``grounding = w_sim * s_sim + w_attn * s_attn`` and ``hallucination_risk`` is
     True when it falls below the configured threshold. ``invalid_citations`` records
     numbers the generator cited that are not in the pack (they are removed from
-    ``citations`` and count as "cites nothing" for grounding).
+    ``citations`` and count as "cites nothing" for grounding). ``lead`` is where the sentence
+    opens by naming what it is about, not by stating it ("rc_filter_rev1 (rc-filter-design, 1 of
+    2)" before ": Circuit schematic ...", kira.reasoning.sequence_answer): ``text`` starts with it,
+    and the verifier checks the ``statement`` after it.
     """
 
     text: str
@@ -223,15 +226,26 @@ class Claim:
     grounding: float | None = None
     hallucination_risk: bool = False
     invalid_citations: tuple[int, ...] = ()
+    lead: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "citations", tuple(int(c) for c in self.citations))
         object.__setattr__(self, "invalid_citations", tuple(int(c) for c in self.invalid_citations))
+        if self.lead and not self.text.startswith(self.lead):
+            raise ValueError(f"Claim.lead must open Claim.text; got lead {self.lead!r} for text {self.text!r}")
 
     @property
     def plain_text(self) -> str:
         """The sentence with its ``[Evidence N]`` markers removed."""
         return strip_citation_marks(self.text)
+
+    @property
+    def statement(self) -> str:
+        """What the sentence states: `plain_text` after its ``lead`` (and the colon that follows it)."""
+        plain = self.plain_text
+        if self.lead and plain.startswith(self.lead):
+            return plain[len(self.lead):].lstrip(" :")
+        return plain
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,7 @@ class GroundingVerifier:
         pieces: dict[int, list[str]] = {}
         said: dict[int, str] = {}
         for claim in claims:
-            texts.append(claim.plain_text)
+            texts.append(claim.statement)
             for n in claim.citations:
                 if pack.has(n) and n not in pieces:
                     item = pack.by_number(n)
@@ -207,19 +207,19 @@ class GroundingVerifier:
             summaries = [said[n] for n in valid]
             targets = [t for n in valid for t in pieces[n]]
             alignment = 0.0
-            if targets and claim.plain_text.strip():
-                v = vectors[claim.plain_text]
+            if targets and claim.statement.strip():
+                v = vectors[claim.statement]
                 cosine = max(float(v @ vectors[t]) for t in targets)
                 s_sim = _rescale(cosine, self.sim_floor)
-                alignment = token_alignment(claim.plain_text, summaries)
+                alignment = token_alignment(claim.statement, summaries)
                 s_attn = _rescale(alignment, self.attn_floor)
             else:
                 s_sim = s_attn = 0.0
             s = cfg.verifier_sim_weight * s_sim + cfg.verifier_attn_weight * s_attn
             # s_sim 0: no closer in meaning to its evidence than unrelated text. Its words alone then ground it
             # only when all of them, and at least two, are the evidence's: "Labels [Evidence 1]" is not a finding
-            words_only = alignment >= 1.0 and len(content_tokens(claim.plain_text)) >= 2
-            tokens = content_tokens(claim.plain_text)
+            words_only = alignment >= 1.0 and len(content_tokens(claim.statement)) >= 2
+            tokens = content_tokens(claim.statement)
             states_nothing = bool(tokens) and all(t in FIELD_NAMES for t in tokens)  # "Labels [Evidence 1]."
             scored.append(
                 dataclasses.replace(

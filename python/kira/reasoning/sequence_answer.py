@@ -1,0 +1,104 @@
+"""A temporal subject answered in order: each member's own state, never one state outvoting another.
+
+The documents of a temporal sequence (``provenance["sequence"]``, set by kira.grounding.evidence: a
+design's revisions, one patient's visits, one site's acquisitions) are one subject at different
+times. When their evidence states different things, those are not rival readings for a consensus
+to choose between: each is what the subject was at its time, and an answer that states the
+best-supported one alone ("Revised schematic: two-stage RC low-pass filter") hides that it
+changed, and from what. So when the evidence about the subject holds two or more members of the
+sequence its first item belongs to, the template generator answers each member from its own
+items, in sequence order, each led by the member's id and place:
+
+    "rc_filter_rev1 (rc-filter-design, 1 of 2): Circuit schematic of an RC low-pass filter: 1k
+    resistor, 100n capacitor [Evidence 2, 3]. rc_filter_rev2 (rc-filter-design, 2 of 2): Revised
+    schematic: two-stage RC low-pass filter with ground [Evidence 1, 4]."
+
+Members whose answers state the same thing are answered once, by the consensus, as before. A
+question that names one member alone is answered about it, as before. At most `max_members`
+members are stated: the first ones and the last (the latest state is never left out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from kira.reasoning.types import EvidenceItem
+
+
+@dataclass(frozen=True)
+class SequenceMember:
+    """One member of a temporal sequence that has items in the evidence."""
+
+    doc_id: str
+    place: int  # 1-based place in the sequence
+    items: tuple[EvidenceItem, ...]  # its items, in pack order
+
+
+@dataclass(frozen=True)
+class SequenceInEvidence:
+    """The temporal sequence of an evidence pack's first item, with its members that have items."""
+
+    sequence_id: str
+    length: int  # members the sequence has, in the evidence or not
+    members: tuple[SequenceMember, ...]  # in sequence order
+
+    def place(self, member: SequenceMember) -> str:
+        """ "(rc-filter-design, 1 of 2)": a member's place, said after its id where its sentence names it."""
+        return f"({self.sequence_id}, {member.place} of {self.length})"
+
+
+def _place(item: EvidenceItem) -> tuple[str, int, int] | None:
+    seq = item.provenance.get("sequence") if isinstance(item.provenance, Mapping) else None
+    if not isinstance(seq, Mapping) or "id" not in seq:
+        return None
+    try:
+        return str(seq["id"]), int(seq["place"]), int(seq["of"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def sequence_in_evidence(items: Sequence[EvidenceItem], *, max_members: int = 5) -> SequenceInEvidence | None:
+    """The sequence of ``items[0]`` when two or more of its members have items among `items` and the question
+    does not name one member alone (items `EvidenceItem.named_by_question` of a single document); else None.
+    Keeps at most `max_members` members (>= 2): the first ``max_members - 1`` and the last."""
+    if not items:
+        return None
+    first = _place(items[0])
+    if first is None:
+        return None
+    named = {i.doc_id for i in items if i.named_by_question}
+    if len(named) == 1:
+        return None
+    gid, _, length = first
+    by_doc: dict[str, list[EvidenceItem]] = {}
+    places: dict[str, int] = {}
+    for item in items:
+        place = _place(item)
+        if place is not None and place[0] == gid:
+            by_doc.setdefault(item.doc_id, []).append(item)
+            places[item.doc_id] = place[1]
+    if len(by_doc) < 2:
+        return None
+    order = sorted(by_doc, key=lambda d: (places[d], d))
+    keep = max(2, int(max_members))
+    if len(order) > keep:
+        order = order[: keep - 1] + order[-1:]
+    return SequenceInEvidence(gid, length, tuple(SequenceMember(d, places[d], tuple(by_doc[d])) for d in order))
+
+
+def trace_line(sequence: SequenceInEvidence, total: int) -> str:
+    """The reasoning step that says why the answer is in sequence order."""
+    shown = ", ".join(f"{m.doc_id} ({m.place} of {sequence.length})" for m in sequence.members)
+    left = f"; {total - len(sequence.members)} more left out" if total > len(sequence.members) else ""
+    return (f"The evidence holds {total} members of the temporal sequence {sequence.sequence_id}, which state "
+            f"different things: each is the subject at its own time, not a rival reading, so the answer states "
+            f"each one's own evidence in order ({shown}{left}) instead of choosing one.")
+
+
+def members_in(items: Sequence[EvidenceItem], sequence_id: str) -> int:
+    """How many documents of `sequence_id` have items among `items`."""
+    return len({i.doc_id for i in items if (_place(i) or ("",))[0] == sequence_id})
+
+
+__all__ = ["SequenceInEvidence", "SequenceMember", "members_in", "sequence_in_evidence", "trace_line"]

@@ -1,0 +1,114 @@
+"""A temporal subject is answered in order, each member from its own evidence (kira.reasoning.sequence_answer).
+
+Before: the demo's "Show me a low-pass filter schematic and how it was revised" was answered "Revised
+schematic: two-stage RC low-pass filter with ground [Evidence 1, 4]." The first revision's evidence was
+'outweighed' as if it were a rival reading, though it is the same design at an earlier time.
+"""
+
+from __future__ import annotations
+
+from kira.reasoning.sequence_answer import sequence_in_evidence
+from kira.reasoning.template_generator import TemplateGenerator
+from kira.reasoning.types import Claim, EvidenceItem, EvidencePack
+from kira.reasoning.verifier import GroundingVerifier
+
+REV1 = "circuit schematic of an RC low-pass filter: 1k resistor, 100n capacitor"
+REV2 = "revised schematic: two-stage RC low-pass filter with ground"
+
+
+def _item(doc: str, caption: str, score: float, place: int | None, of: int = 2, *, level: str = "document",
+          paths: tuple[str, ...] = ("visual",), sequence: str = "rc-filter-design") -> EvidenceItem:
+    prov: dict = {"caption": caption}
+    if place is not None:
+        prov["sequence"] = {"id": sequence, "place": place, "of": of}
+    return EvidenceItem(0, hash((doc, level)) % 10_000, doc, level, score, paths, caption, prov)
+
+
+def _pack(question: str, items: list[EvidenceItem]) -> EvidencePack:
+    return EvidencePack.from_items(question, items)
+
+
+def test_each_revision_is_stated_in_sequence_order_citing_its_own_evidence() -> None:
+    q = "show me a low-pass filter schematic and how it was revised"
+    pack = _pack(q, [_item("rev2", REV2, 1.0, 2), _item("rev1", REV1, 0.98, 1),
+                     _item("rev1", REV1, 0.93, 1, level="region"), _item("rev2", REV2, 0.88, 2, level="region")])
+    answer = TemplateGenerator().generate(q, pack)
+    first, second = answer.claims
+    # the earlier revision first although the later one scored higher, each led by its id and place
+    assert first.text == ("rev1 (rc-filter-design, 1 of 2): Circuit schematic of an RC low-pass filter: "
+                          "1k resistor, 100n capacitor [Evidence 2, 3].")
+    assert second.text == ("rev2 (rc-filter-design, 2 of 2): Revised schematic: two-stage RC low-pass filter "
+                           "with ground [Evidence 1, 4].")
+    assert first.lead == "rev1 (rc-filter-design, 1 of 2)" and second.lead == "rev2 (rc-filter-design, 2 of 2)"
+    assert first.statement.startswith("Circuit schematic") and answer.text == f"{first.text} {second.text}"
+    assert any("temporal sequence rc-filter-design" in step for step in answer.reasoning)
+
+
+def test_members_that_state_the_same_are_answered_once_by_the_consensus() -> None:
+    q = "what does the design show?"
+    pack = _pack(q, [_item("rev2", REV1, 1.0, 2), _item("rev1", REV1, 0.9, 1)])
+    answer = TemplateGenerator().generate(q, pack)
+    assert answer.text == "Circuit schematic of an RC low-pass filter: 1k resistor, 100n capacitor [Evidence 1, 2]."
+    assert not any("temporal sequence" in step for step in answer.reasoning)
+
+
+def test_a_question_naming_one_member_alone_is_answered_about_it() -> None:
+    q = "what does rev1 show?"
+    items = [_item("rev1", REV1, 1.0, 1, paths=("identifier",)), _item("rev2", REV2, 0.9, 2)]
+    assert sequence_in_evidence(EvidencePack.from_items(q, items).items) is None
+    answer = TemplateGenerator().generate(q, _pack(q, items))
+    assert answer.claims[0].text.startswith("Circuit schematic") and not answer.claims[0].lead
+
+
+def test_documents_outside_the_first_items_sequence_are_no_members() -> None:
+    items = [_item("rev2", REV2, 1.0, 2), _item("other", "an op-amp amplifier", 0.95, None),
+             _item("x1", "another design", 0.9, 1, sequence="other-design")]
+    assert sequence_in_evidence(EvidencePack.from_items("q", items).items) is None
+    # not the first item's: an unrelated sequence's members do not make the answer ordered
+    items = [_item("other", "an op-amp amplifier", 1.0, None), _item("rev1", REV1, 0.9, 1), _item("rev2", REV2, 0.8, 2)]
+    assert sequence_in_evidence(EvidencePack.from_items("q", items).items) is None
+
+
+def test_a_long_sequence_keeps_the_first_members_and_the_last() -> None:
+    items = [_item(f"visit{p}", f"finding number {p} of the series", 1.0 - p / 100, p, of=9, sequence="patient")
+             for p in (9, 1, 2, 3, 4, 5, 6)]
+    seq = sequence_in_evidence(EvidencePack.from_items("q", items).items, max_members=4)
+    assert [m.doc_id for m in seq.members] == ["visit1", "visit2", "visit3", "visit9"]
+    assert seq.length == 9 and seq.place(seq.members[-1]) == "(patient, 9 of 9)"
+    answer = TemplateGenerator(max_citations=4).generate("q", EvidencePack.from_items("q", items))
+    assert [c.lead.split(" ")[0] for c in answer.claims if c.lead] == ["visit1", "visit2", "visit3", "visit9"]
+    assert any("3 more left out" in step for step in answer.reasoning)
+
+
+def test_similar_cases_are_never_ordered_as_one_subject() -> None:
+    pack = _pack("q", [_item("rev2", REV2, 1.0, 2), _item("rev1", REV1, 0.9, 1)])
+    similar = EvidencePack("q", items=pack.items, of_similar_cases=True)
+    assert not any(c.lead for c in TemplateGenerator().generate("q", similar).claims)
+
+
+def test_uncaptioned_members_are_each_described_from_their_fields() -> None:
+    def bare(doc, place, label):
+        return EvidenceItem(0, place, doc, "document", 1.0 / place, ("visual",), doc,
+                            {"described_by": "captioner", "labels": [{"label": label, "p": 0.8}],
+                             "sequence": {"id": "site", "place": place, "of": 2}})
+    pack = EvidencePack.from_items("q", [bare("t1", 1, "lakeside"), bare("t0", 2, "valley")])
+    answer = TemplateGenerator().generate("q", pack)
+    assert answer.text == ("t1 (site, 1 of 2) has no caption; the image classifier labels it 'lakeside' (p 0.80) "
+                           "[Evidence 1]. t0 (site, 2 of 2) has no caption; the image classifier labels it 'valley' "
+                           "(p 0.80) [Evidence 2].")
+
+
+def test_the_verifier_checks_what_a_claim_states_after_its_lead(minilm) -> None:
+    pack = _pack("q", [_item("rev1", REV1, 1.0, 1)])
+    plain = Claim(text="Circuit schematic of an RC low-pass filter [Evidence 1].", citations=(1,))
+    led = Claim(text="rev1 (rc-filter-design, 1 of 2): Circuit schematic of an RC low-pass filter [Evidence 1].",
+                citations=(1,), lead="rev1 (rc-filter-design, 1 of 2)")
+    verifier = GroundingVerifier(minilm)
+    a, b = verifier.score_claim(plain, pack), verifier.score_claim(led, pack)
+    assert abs(a.grounding - b.grounding) < 1e-6 and not b.hallucination_risk
+    try:
+        Claim(text="something else", lead="rev1")
+    except ValueError as exc:
+        assert "lead must open" in str(exc)
+    else:
+        raise AssertionError("a lead that does not open the text is refused")
