@@ -361,3 +361,21 @@ def test_a_claim_and_its_head_read_as_the_sentence_they_were_split_from() -> Non
     assert len(answer.claims) == 1 and any("Joined" in step for step in answer.reasoning)
     alone = TemplateGenerator(max_claims=1).generate("a circuit with a battery and resistors", pack)
     assert alone.plain_text == "9V battery and two 10k resistors."  # its head not chosen: the body alone
+
+
+def test_a_consensus_that_would_open_on_a_leaning_clause_is_one_witness_wording_citing_only_it() -> None:
+    """DomainVQA-R's similar cases read "Which lowers the cutoff frequency [Evidence 4, 5, 6, 7].": the
+    witnesses disagree on the first clause's values, and what was left leaned on it. Now the best witness's
+    own sentence is said, citing only the documents that word it so; no document is cited for values it
+    does not state."""
+    items = [_film("D1", 1.0, "R1 changed from 22k to 100k, which lowers the cutoff frequency.", "D1"),
+             _film("D2", 0.9, "R1 changed from 4.7k to 22k, which lowers the cutoff frequency.", "D2"),
+             _film("D3", 0.8, "R1 changed from 10k to 47k, which lowers the cutoff frequency.", "D3")]
+    answer = TemplateGenerator(max_claims=1).generate("which filters changed?", EvidencePack.from_items("q", items))
+    assert answer.claims[0].text == "R1 changed from 22k to 100k, which lowers the cutoff frequency [Evidence 1]."
+    # a dropped first clause that leaves a clause standing on its own is a wording as before
+    from kira.reasoning.consensus import consensus_text
+    from kira.reasoning.sentences import stems_of
+
+    assert consensus_text("C1 = 1u, RC low-pass filter", stems_of("RC low-pass filter")) == "RC low-pass filter"
+    assert consensus_text("R1 = 22k, which lowers the cutoff", stems_of("which lowers the cutoff")) == ""

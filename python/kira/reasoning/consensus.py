@@ -5,7 +5,10 @@ zone"; "R = 22k" / "R = 47k") agree on the class-level part: `consensus_text` ke
 content words more than `CONSENSUS_SHARE` of the (weighted) witnesses use, leaves out a
 clause whose value they disagree on, and writes a unitless reading they disagree on as
 its range over the cited documents ("about 0.62-0.67"). Every word kept is a word of the
-evidence.
+evidence. A wording that loses its first clause and would open on a clause that leans on it
+("which lowers the cutoff frequency", after "R1 changed from 22k to 100k" was left out) is no
+wording: it reads as a fragment, so `consensus_text` gives "" and the generator words the
+statement as one witness does, citing only the witnesses that word it so.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ CONSENSUS_SHARE = 0.7  # a word of a statement is kept when more than this share
 
 _PIECE = re.compile(r"(?:non-(?=[a-z]))?[a-z0-9]+(?:\.[0-9]+)?", re.I)  # "non-inverting" is one word (kira.text.tokens.words)
 _CLAUSE = re.compile(r"(?<=[,;])\s+")
+DEPENDENT_OPENERS = frozenset({
+    "which", "that", "who", "whose", "whom", "where", "when", "while", "whereas", "and", "but", "or", "nor", "so",
+    "because", "although", "though", "since", "thus", "hence", "then"})
+"""English words that open a clause leaning on the one before it: a consensus may not open on one."""
 
 
 _PLAIN_NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
@@ -58,7 +65,8 @@ def consensus_text(text: str, agreed: frozenset[str], ranges: dict[str, str] | N
     """
     ranges = ranges or {}
     kept_clauses: list[str] = []
-    for clause in _CLAUSE.split(text):
+    first_dropped = False
+    for n, clause in enumerate(_CLAUSE.split(text)):
         out: list[str] = []
         last = 0
         dropped_value = False
@@ -76,11 +84,13 @@ def consensus_text(text: str, agreed: frozenset[str], ranges: dict[str, str] | N
                 if last < len(clause) and clause[last] in "- ":
                     last += 1  # the word's trailing space or hyphen goes with it
         out.append(clause[last:])
-        if dropped_value:
-            continue
         piece = re.sub(r"\s{2,}", " ", "".join(out)).strip()
-        if content_tokens(piece.rstrip(",;")):
+        if not dropped_value and content_tokens(piece.rstrip(",;")):
             kept_clauses.append(piece)
+        elif n == 0:
+            first_dropped = True
+    if first_dropped and kept_clauses and kept_clauses[0].split()[0].lower().strip(",;") in DEPENDENT_OPENERS:
+        return ""  # "which lowers the cutoff frequency": a fragment, no wording (module docstring)
     joined = " ".join(kept_clauses).strip().rstrip(",;").strip()
     return re.sub(r"\s+([,;])", r"\1", joined)
 

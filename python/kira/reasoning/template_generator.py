@@ -51,13 +51,12 @@ from typing import Any, Mapping
 
 from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
-from kira.reasoning.consensus import CONSENSUS_SHARE, consensus_text, value_ranges, without_words
-from kira.reasoning.position_agreement import disputed_positions
 from kira.reasoning.field_answer import ANOTHER, CLOSEST, NAMED, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.sequence_answer import SequenceInEvidence, members_in, sequence_in_evidence, trace_line
 from kira.reasoning.statement_votes import (Statement, clear_match_first, join_heads, numbers_of, restates,
                                             vote_weights)
+from kira.reasoning.statement_wording import agree_on_positions, agreed_wording
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
                                       vocabulary, witness)
 from kira.text.tokens import content_tokens, stem
@@ -173,76 +172,15 @@ class TemplateGenerator:
             states_change = bool(cand.context & vocab.change_stems)
             cand.reports_change = comparison and new_somewhere and states_change
             cand.history = states_change and not comparison
-            cand.text = self._agreed_wording(cand, weights_by_witness=witnesses,
-                                             cited={i.doc_id for i in cand.sources[: self.max_citations]})
+            cand.text, wording_docs = agreed_wording(
+                cand, self.vocab, weights_by_witness=witnesses,
+                cited={i.doc_id for i in cand.sources[: self.max_citations]})
+            if wording_docs is not None:  # no wording its witnesses agree on: one witness's words, cited for those
+                cand.sources = [i for i in cand.sources if i.doc_id in wording_docs]  # who word it so
+                cand.support = sum(w for d, w in docs.items() if d in wording_docs) / total
         # one instance's history ("C1 changed from 10u to 470u") does not say what the evidence shows
         candidates.sort(key=lambda c: (c.history, -c.score, min(i.number for i in c.sources)))
         return candidates, metadata
-
-    def _agreed_wording(self, cand: Statement, *, weights_by_witness: dict[str, float], cited: set[str]) -> str:
-        """The candidate's sentence keeping only the content words most of its (weighted) witnesses state.
-
-        A compound document is one witness, stating what all its documents state; when every
-        source belongs to one compound document, its documents vote. A unitless number the
-        witnesses disagree on becomes its range over the `cited` documents (kira.reasoning.consensus).
-        """
-        by_doc: dict[str, frozenset[str]] = {}
-        witness_of: dict[str, str] = {}
-        for who, doc, stems in cand.variants:
-            by_doc[doc] = by_doc.get(doc, frozenset()) | stems
-            witness_of[doc] = who
-        by_witness: dict[str, frozenset[str]] = {}  # what every document of the witness states
-        for doc, stems in by_doc.items():
-            w = witness_of[doc]
-            by_witness[w] = by_witness[w] & stems if w in by_witness else stems
-        if len(by_witness) >= 2:
-            voters, weight = by_witness, {w: weights_by_witness.get(w, 0.0) for w in by_witness}
-        elif len(by_doc) >= 2:
-            voters, weight = by_doc, dict.fromkeys(by_doc, 1.0)
-        else:
-            return cand.text
-        if not any(weight.values()):
-            weight = dict.fromkeys(voters, 1.0)
-        total = sum(weight.values())
-        agreed = frozenset(
-            s for s in frozenset().union(*voters.values())
-            if sum(w for d, w in weight.items() if s in voters[d]) > CONSENSUS_SHARE * total
-        )
-        # a place most witnesses agree on is said even when the best-weighted wording puts it elsewhere
-        placed = agreed & self.vocab.position_stems
-        base = next((t for t in (cand.text, *cand.wordings.values()) if placed <= stems_of(t)), cand.text)
-        ranges = value_ranges(base, [stems for d, stems in by_doc.items() if d in cited], agreed)
-        text = consensus_text(base, agreed, ranges=ranges)
-        return text or cand.text
-
-    def _agree_on_positions(self, chosen: list[Statement], items: tuple[EvidenceItem, ...], trace: list[str],
-                            matches: Mapping[int, float]) -> None:
-        """Leave out of every chosen claim the position words its witnesses, over all the chosen claims,
-        do not agree on (kira.reasoning.position_agreement)."""
-        if not self.vocab.position_axes:
-            return
-        weights = vote_weights(items, matches)
-        weight_of: dict[str, float] = {}
-        for item in items:
-            w = witness(item)
-            weight_of[w] = max(weight_of.get(w, 0.0), weights[item.number])
-        disputed = disputed_positions(
-            ((who, stems) for c in chosen for who, _doc, stems in c.variants), weight_of, CONSENSUS_SHARE,
-            self.vocab.position_axes)
-        if not disputed:
-            return
-        changed = []
-        for cand in chosen:
-            if stems_of(cand.text) & disputed.keys():
-                trimmed = without_words(cand.text, disputed)
-                if trimmed != cand.text:
-                    changed.append(f"'{cand.text}' -> '{trimmed}'")
-                    cand.text = trimmed
-        if changed:
-            trace.append(
-                "Where the finding sits, over every chosen claim's sources: "
-                + ", ".join(f"'{w}' has {using / total:.0%} of the weight placing it" for w, (using, total) in disputed.items())
-                + f", so it is left out: {'; '.join(changed)}.")
 
     def generate(self, question: str, pack: EvidencePack) -> Answer:
         """Answer `question` from `pack` (see the module docstring). Cites only `pack`'s numbers."""
@@ -318,7 +256,7 @@ class TemplateGenerator:
                 chosen.append(cand)  # a comparison: another state of the same compound document complements it
             elif top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
                 chosen.append(cand)
-        self._agree_on_positions(chosen, pool, trace, pack.matches)
+        agree_on_positions(chosen, pool, trace, pack.matches, self.vocab)
         chosen = join_heads(chosen, trace)
         top = chosen[0]
         agreeing = sorted({i.number for c in chosen for i in c.sources})
