@@ -1,17 +1,16 @@
 """A temporal subject answered in order: each member's own state, never one state outvoting another.
 
 The documents of a temporal sequence (``provenance["sequence"]``, set by kira.grounding.evidence: a
-design's revisions, one patient's visits, one site's acquisitions) are one subject at different
-times. When their evidence states different things, those are not rival readings for a consensus
-to choose between: each is what the subject was at its time, and an answer that states the
-best-supported one alone ("Revised schematic: two-stage RC low-pass filter") hides that it
-changed, and from what. So when the evidence about the subject holds two or more members of the
-sequence its first item belongs to, the template generator answers each member from its own
-items, in sequence order, each led by the member's id and place:
+design's revisions, one site's acquisitions, one garden through a year) are one subject at
+different times. When their evidence states different things, those are not rival readings for a
+consensus to choose between: each is what the subject was at its time, and an answer that states
+the best-supported one alone ("The same lawn, the trees in leaf") hides that it changed, and from
+what. So when the evidence about the subject holds two or more members of the sequence its first
+item belongs to, the template generator answers each member from its own items, in sequence order,
+each led by the member's id and place:
 
-    "rc_filter_rev1 (rc-filter-design, 1 of 2): Circuit schematic of an RC low-pass filter: 1k
-    resistor, 100n capacitor [Evidence 2, 3]. rc_filter_rev2 (rc-filter-design, 2 of 2): Revised
-    schematic: two-stage RC low-pass filter with ground [Evidence 1, 4]."
+    "garden_may (garden-survey, 1 of 2): A lawn with young trees [Evidence 2, 3].
+    garden_july (garden-survey, 2 of 2): The same lawn, the trees in leaf [Evidence 1, 4]."
 
 Members whose answers state the same thing are answered once, by the consensus, as before. A
 question that names one member alone is answered about it, as before. At most `max_members`
@@ -44,7 +43,7 @@ class SequenceInEvidence:
     members: tuple[SequenceMember, ...]  # in sequence order
 
     def place(self, member: SequenceMember) -> str:
-        """ "(rc-filter-design, 1 of 2)": a member's place, said after its id where its sentence names it."""
+        """ "(garden-survey, 1 of 2)": a member's place, said after its id where its sentence names it."""
         return f"({self.sequence_id}, {member.place} of {self.length})"
 
 

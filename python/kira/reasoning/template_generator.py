@@ -320,7 +320,7 @@ class TemplateGenerator:
             place = sequence.place(member)
             if shown(member.items[0]).human_text:
                 answers.append((f"{member.doc_id} {place}", self.generate(question, own)))
-            else:  # "rc_filter_rev1 (rc-filter-design, 1 of 2) has no caption; ..."
+            else:  # "garden_may (garden-survey, 1 of 2) has no caption; ..."
                 lead = NAMED + " " + place.replace("{", "{{").replace("}", "}}")
                 answers.append(("", self._from_fields(question, [member.items[0]], [], lead)))
         said = {" ".join(strip_citation_marks(c.text).lower().split()) for _, a in answers for c in a.claims}

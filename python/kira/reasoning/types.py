@@ -214,8 +214,8 @@ class Claim:
     True when it falls below the configured threshold. ``invalid_citations`` records
     numbers the generator cited that are not in the pack (they are removed from
     ``citations`` and count as "cites nothing" for grounding). ``lead`` is where the sentence
-    opens by naming what it is about, not by stating it ("rc_filter_rev1 (rc-filter-design, 1 of
-    2)" before ": Circuit schematic ...", kira.reasoning.sequence_answer): ``text`` starts with it,
+    opens by naming what it is about, not by stating it ("garden_may (garden-survey, 1 of 2)"
+    before ": A lawn with young trees", kira.reasoning.sequence_answer): ``text`` starts with it,
     and the verifier checks the ``statement`` after it.
     """
 
