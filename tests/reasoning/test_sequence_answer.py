@@ -112,3 +112,24 @@ def test_the_verifier_checks_what_a_claim_states_after_its_lead(minilm) -> None:
         assert "lead must open" in str(exc)
     else:
         raise AssertionError("a lead that does not open the text is refused")
+
+
+def test_the_json_card_names_a_claims_lead() -> None:
+    from kira.explain.render_json import _CLAIM_SCHEMA, claim_dict
+
+    led = Claim(text="rev1 (d, 1 of 2): A lawn [Evidence 1].", citations=(1,), lead="rev1 (d, 1 of 2)")
+    assert claim_dict(led)["lead"] == "rev1 (d, 1 of 2)" and "lead" not in claim_dict(Claim(text="A lawn."))
+    assert _CLAIM_SCHEMA["properties"]["lead"]["type"] == "string" and "lead" not in _CLAIM_SCHEMA["required"]
+
+
+def test_cards_show_where_each_item_sits_in_its_sequence() -> None:
+    from kira.explain.render_html import _evidence_block
+    from kira.explain.render_text import _evidence_plain
+    from kira.reasoning.sequence_answer import sequence_label
+
+    item = EvidencePack.from_items("q", [_item("rev2", REV2, 1.0, 2)]).items[0]
+    assert sequence_label(item) == "rc-filter-design, 2 of 2"
+    assert _evidence_plain(item).startswith("  [Evidence 1] rev2 (rc-filter-design, 2 of 2): ")
+    assert "rev2 <span class='muted'>(rc-filter-design, 2 of 2)</span>" in _evidence_block(item, "[Evidence 1]")
+    alone = EvidencePack.from_items("q", [_item("other", REV2, 1.0, None)]).items[0]
+    assert sequence_label(alone) == "" and _evidence_plain(alone).startswith("  [Evidence 1] other: ")

@@ -18,6 +18,7 @@ import numpy as np
 from kira.explain.render_text import bounded
 from kira.reasoning.types import _CITATION_MARK as _MARK
 from kira.reasoning.types import Claim, EvidenceItem
+from kira.reasoning.sequence_answer import sequence_label
 
 if TYPE_CHECKING:
     from kira.explain.card import RationaleCard
@@ -150,8 +151,10 @@ def _evidence_block(item: EvidenceItem, label: str, css_class: str = "", match: 
     )
     box = f" &middot; box {_e(', '.join(str(v) for v in item.box))}" if item.box is not None else ""
     anchor = f' id="evidence-{item.number}"' if label.startswith("[Evidence") else ""
+    place = sequence_label(item)
+    place = f" <span class='muted'>({_e(place)})</span>" if place else ""
     return (
-        f'<div class="box ev {css_class}"{anchor}>{thumb}<div><b>{_e(label)}</b> {_e(item.doc_id)}'
+        f'<div class="box ev {css_class}"{anchor}>{thumb}<div><b>{_e(label)}</b> {_e(item.doc_id)}{place}'
         f"{_match_tag(match)}{described(item)}"
         f"<details><summary>details</summary><div class='muted'>{_e(item.level)} &middot; fused retrieval score "
         f"{item.score:.3f}{box} {tags}</div><table class='muted kv'>{prov}</table></details></div></div>"

@@ -62,6 +62,8 @@ _CLAIM_SCHEMA: dict[str, Any] = {
         "s_attn": _NUM_OR_NULL,
         "grounding": {**_NUM_OR_NULL, "description": "w_sim * s_sim + w_attn * s_attn; null if unverified"},
         "hallucination_risk": {"type": "boolean"},
+        "lead": {"type": "string", "description": "where the text opens by naming what it is about (a temporal "
+                 "sequence's member and place); the verifier checks what follows it; absent when none"},
     },
 }
 
@@ -203,6 +205,7 @@ def claim_dict(claim: Claim) -> dict[str, Any]:
         "s_attn": _num(claim.s_attn),
         "grounding": _num(claim.grounding),
         "hallucination_risk": bool(claim.hallucination_risk),
+        **({"lead": claim.lead} if claim.lead else {}),
     }
 
 

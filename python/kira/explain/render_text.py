@@ -40,7 +40,11 @@ def _evidence_plain(item: EvidenceItem, match: str = "") -> str:
     from kira.reasoning.field_answer import fact_phrases
     from kira.reasoning.shown import shown
 
-    head = f"  [Evidence {item.number}] {item.doc_id}" + (f" ({match})" if match else "")
+    from kira.reasoning.sequence_answer import sequence_label
+
+    place = sequence_label(item)
+    head = (f"  [Evidence {item.number}] {item.doc_id}" + (f" ({place})" if place else "")
+            + (f" ({match})" if match else ""))
     if "described_by" not in (item.provenance or {}):
         return f"{head}: {bounded(item.summary) or '(no description)'}"
     view = shown(item)

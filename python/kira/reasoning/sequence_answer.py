@@ -57,6 +57,13 @@ def _place(item: EvidenceItem) -> tuple[str, int, int] | None:
         return None
 
 
+def sequence_label(item: EvidenceItem) -> str:
+    """ "garden-survey, 1 of 2": where an item's document sits in its temporal sequence, as cards show it beside
+    its id; "" for a document in none."""
+    place = _place(item)
+    return f"{place[0]}, {place[1]} of {place[2]}" if place else ""
+
+
 def sequence_in_evidence(items: Sequence[EvidenceItem], *, max_members: int = 5) -> SequenceInEvidence | None:
     """The sequence of ``items[0]`` when two or more of its members have items among `items` and the question
     does not name one member alone (items `EvidenceItem.named_by_question` of a single document); else None.
@@ -100,4 +107,5 @@ def members_in(items: Sequence[EvidenceItem], sequence_id: str) -> int:
     return len({i.doc_id for i in items if (_place(i) or ("",))[0] == sequence_id})
 
 
-__all__ = ["SequenceInEvidence", "SequenceMember", "members_in", "sequence_in_evidence", "trace_line"]
+__all__ = ["SequenceInEvidence", "SequenceMember", "members_in", "sequence_in_evidence", "sequence_label",
+           "trace_line"]
