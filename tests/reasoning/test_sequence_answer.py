@@ -24,8 +24,8 @@ def _item(doc: str, caption: str, score: float, place: int | None, of: int = 2, 
     return EvidenceItem(0, hash((doc, level)) % 10_000, doc, level, score, paths, caption, prov)
 
 
-def _pack(question: str, items: list[EvidenceItem]) -> EvidencePack:
-    return EvidencePack.from_items(question, items)
+def _pack(question: str, items: list[EvidenceItem], subject: str = "rc-filter-design") -> EvidencePack:
+    return EvidencePack.from_items(question, items, subject=subject)
 
 
 def test_each_revision_is_stated_in_sequence_order_citing_its_own_evidence() -> None:
@@ -75,7 +75,7 @@ def test_a_long_sequence_keeps_the_first_members_and_the_last() -> None:
     seq = sequence_in_evidence(EvidencePack.from_items("q", items).items, max_members=4)
     assert [m.doc_id for m in seq.members] == ["visit1", "visit2", "visit3", "visit9"]
     assert seq.length == 9 and seq.place(seq.members[-1]) == "(patient, 9 of 9)"
-    answer = TemplateGenerator(max_citations=4).generate("q", EvidencePack.from_items("q", items))
+    answer = TemplateGenerator(max_citations=4).generate("q", EvidencePack.from_items("q", items, subject="patient"))
     assert [c.lead.split(" ")[0] for c in answer.claims if c.lead] == ["visit1", "visit2", "visit3", "visit9"]
     assert any("3 more left out" in step for step in answer.reasoning)
 
@@ -91,7 +91,7 @@ def test_uncaptioned_members_are_each_described_from_their_fields() -> None:
         return EvidenceItem(0, place, doc, "document", 1.0 / place, ("visual",), doc,
                             {"described_by": "captioner", "labels": [{"label": label, "p": 0.8}],
                              "sequence": {"id": "site", "place": place, "of": 2}})
-    pack = EvidencePack.from_items("q", [bare("t1", 1, "lakeside"), bare("t0", 2, "valley")])
+    pack = EvidencePack.from_items("q", [bare("t1", 1, "lakeside"), bare("t0", 2, "valley")], subject="site")
     answer = TemplateGenerator().generate("q", pack)
     assert answer.text == ("t1 (site, 1 of 2) has no caption; the image classifier labels it 'lakeside' (p 0.80) "
                            "[Evidence 1]. t0 (site, 2 of 2) has no caption; the image classifier labels it 'valley' "
@@ -133,3 +133,38 @@ def test_cards_show_where_each_item_sits_in_its_sequence() -> None:
     assert "rev2 <span class='muted'>(rc-filter-design, 2 of 2)</span>" in _evidence_block(item, "[Evidence 1]")
     alone = EvidencePack.from_items("q", [_item("other", REV2, 1.0, None)]).items[0]
     assert sequence_label(alone) == "" and _evidence_plain(alone).startswith("  [Evidence 1] other: ")
+
+
+def test_evidence_for_a_kind_of_thing_is_many_subjects_answered_by_the_consensus() -> None:
+    """DomainVQA-R's "find pneumonia" put one patient's visits first; without a subject the pack is many
+    patients' evidence, and the answer is what they agree on, not one patient's history."""
+    items = [_item("p1-t1", "patchy consolidation in the right lower zone", 1.0, 2, of=3, sequence="p1"),
+             _item("p1-t2", "patchy consolidation in the right lower zone, improving", 0.95, 3, of=3, sequence="p1"),
+             _item("p2-t0", "patchy consolidation in the right lower zone", 0.9, None)]
+    answer = TemplateGenerator().generate("find consolidation", EvidencePack.from_items("q", items))
+    assert not any(c.lead for c in answer.claims), answer.text
+
+
+def test_consecutive_members_that_state_the_same_are_said_once() -> None:
+    same, other = "a lawn with young trees", "the same lawn, the trees in leaf"
+    items = [_item("may", same, 1.0, 1, of=3, sequence="garden"), _item("june", same, 0.9, 2, of=3, sequence="garden"),
+             _item("july", other, 0.8, 3, of=3, sequence="garden")]
+    answer = TemplateGenerator().generate("how did the garden change?", _pack("q", items, "garden"))
+    assert answer.text == ("may and june (garden, 1 and 2 of 3): A lawn with young trees [Evidence 1, 2]. "
+                           "july (garden, 3 of 3): The same lawn, the trees in leaf [Evidence 3].")
+
+
+def test_a_member_that_states_only_bookkeeping_says_nothing() -> None:
+    from report_profile import REPORT_PROFILE
+
+    items = [_item("revA", "Drawn by J. Park.", 1.0, 1, of=3), _item("revB", REV2, 0.9, 2, of=3),
+             _item("revC", REV1, 0.8, 3, of=3)]
+    answer = TemplateGenerator(profile=REPORT_PROFILE).generate("how was it revised?", _pack("q", items))
+    assert [c.lead for c in answer.claims if c.lead] == ["revB (rc-filter-design, 2 of 3)", "revC (rc-filter-design, 3 of 3)"]
+    assert "Park" not in answer.text
+
+
+def test_a_question_about_what_views_show_together_is_not_ordered() -> None:
+    pack = _pack("q", [_item("rev2", REV2, 1.0, 2), _item("rev1", REV1, 0.9, 1)])
+    answer = TemplateGenerator().generate("what do the views show together?", pack)
+    assert not any(c.lead for c in answer.claims)

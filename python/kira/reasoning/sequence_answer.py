@@ -12,8 +12,13 @@ each led by the member's id and place:
     "garden_may (garden-survey, 1 of 2): A lawn with young trees [Evidence 2, 3].
     garden_july (garden-survey, 2 of 2): The same lawn, the trees in leaf [Evidence 1, 4]."
 
-Members whose answers state the same thing are answered once, by the consensus, as before. A
-question that names one member alone is answered about it, as before. At most `max_members`
+Only a subject's evidence is read so (``EvidencePack.subject``: the question names it, or the query
+image clearly shows one of its documents); evidence gathered for a question about a kind of thing
+("find a lawn") is many subjects, answered by the consensus. Consecutive members that state the
+same thing are said once ("garden_may and garden_june (garden-survey, 1 and 2 of 3): ..."); when
+all do, the consensus answers as before. A member whose evidence states only bookkeeping says
+nothing, as in the consensus. A question that names one member alone, or asks what several views
+show together (kira.reasoning.view_agreement), is answered as before. At most `max_members`
 members are stated: the first ones and the last (the latest state is never left out).
 """
 
@@ -22,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from kira.reasoning.types import EvidenceItem
+from kira.reasoning.citations import format_citation
+from kira.reasoning.types import Answer, Claim, EvidenceItem
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,55 @@ def sequence_in_evidence(items: Sequence[EvidenceItem], *, max_members: int = 5)
     return SequenceInEvidence(gid, length, tuple(SequenceMember(d, places[d], tuple(by_doc[d])) for d in order))
 
 
+@dataclass(frozen=True)
+class MemberAnswer:
+    """A member's own answer; `led`: its claims name nothing yet, so the first is led by the member's id and
+    place (a captioned member's); an answer from its fields names it already."""
+
+    member: SequenceMember
+    answer: Answer
+    led: bool
+
+
+def _names(ids: Sequence[str]) -> str:
+    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + f" and {ids[-1]}"
+
+
+def _said(claim: Claim) -> str:
+    return " ".join(claim.statement.lower().split())
+
+
+def claims_in_order(sequence: SequenceInEvidence, answers: Sequence[MemberAnswer], *,
+                    max_citations: int) -> list[Claim] | None:
+    """The members' claims in sequence order, each run of consecutive members that state the same said once
+    (its claims citing the run's evidence, at most `max_citations` numbers), the run's first claim led by its
+    ids and places; None when every member states the same (the consensus answers) or fewer than two spoke."""
+    runs: list[list[MemberAnswer]] = []
+    for each in answers:
+        if not each.answer.claims:
+            continue
+        if (runs and each.led and runs[-1][0].led
+                and [_said(c) for c in runs[-1][0].answer.claims] == [_said(c) for c in each.answer.claims]):
+            runs[-1].append(each)
+        else:
+            runs.append([each])
+    if len(runs) < 2:
+        return None
+    claims: list[Claim] = []
+    for run in runs:
+        first = run[0]
+        for n, claim in enumerate(first.answer.claims):
+            if len(run) > 1:
+                cited = tuple(dict.fromkeys(c for r in run for c in r.answer.claims[n].citations))[:max_citations]
+                claim = Claim(text=f"{claim.statement.rstrip('.')} {format_citation(cited)}.", citations=cited)
+            if first.led and n == 0:
+                places = _names([str(r.member.place) for r in run])
+                lead = f"{_names([r.member.doc_id for r in run])} ({sequence.sequence_id}, {places} of {sequence.length})"
+                claim = Claim(text=f"{lead}: {claim.text}", citations=claim.citations, lead=lead)
+            claims.append(claim)
+    return claims
+
+
 def trace_line(sequence: SequenceInEvidence, total: int) -> str:
     """The reasoning step that says why the answer is in sequence order."""
     shown = ", ".join(f"{m.doc_id} ({m.place} of {sequence.length})" for m in sequence.members)
@@ -107,5 +162,5 @@ def members_in(items: Sequence[EvidenceItem], sequence_id: str) -> int:
     return len({i.doc_id for i in items if (_place(i) or ("",))[0] == sequence_id})
 
 
-__all__ = ["SequenceInEvidence", "SequenceMember", "members_in", "sequence_in_evidence", "sequence_label",
-           "trace_line"]
+__all__ = ["MemberAnswer", "SequenceInEvidence", "SequenceMember", "claims_in_order", "members_in",
+           "sequence_in_evidence", "sequence_label", "trace_line"]

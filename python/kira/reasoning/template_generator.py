@@ -45,7 +45,6 @@ Output is a pure function of (question, pack, profile).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Any, Mapping
 
@@ -53,14 +52,15 @@ from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
 from kira.reasoning.field_answer import ANOTHER, CLOSEST, NAMED, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
-from kira.reasoning.sequence_answer import SequenceInEvidence, members_in, sequence_in_evidence, trace_line
+from kira.reasoning.sequence_answer import (MemberAnswer, SequenceInEvidence, claims_in_order, members_in,
+                                            sequence_in_evidence, trace_line)
 from kira.reasoning.statement_votes import (Statement, clear_match_first, join_heads, numbers_of, restates,
                                             vote_weights)
 from kira.reasoning.statement_wording import agree_on_positions, agreed_wording
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
                                       vocabulary, witness)
 from kira.text.tokens import content_tokens, stem
-from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack, strip_citation_marks
+from kira.reasoning.types import Answer, Claim, EvidenceItem, EvidencePack
 from kira.reasoning.view_agreement import agreeing_views, asks_agreement
 
 log = logging.getLogger(__name__)
@@ -207,7 +207,7 @@ class TemplateGenerator:
             )
             + "."
         )
-        if not pack.of_similar_cases:
+        if pack.subject and not pack.of_similar_cases and not asks_agreement(question):
             sequence = sequence_in_evidence(pool, max_members=self.max_citations)
             if sequence is not None:
                 in_order = self._in_sequence_order(question, pack, sequence, trace)
@@ -312,29 +312,23 @@ class TemplateGenerator:
                            trace: list[str]) -> Answer | None:
         """Each member of `sequence` answered from its own items, in order, led by its id and place
         (kira.reasoning.sequence_answer); None when every member's answer states the same thing."""
-        answers: list[tuple[str, Answer]] = []
+        answers: list[MemberAnswer] = []
         for member in sequence.members:
             numbers = {i.number for i in member.items}
             own = EvidencePack(pack.question, items=member.items, subject=pack.subject,
                                matches={n: r for n, r in pack.matches.items() if n in numbers})
-            place = sequence.place(member)
             if shown(member.items[0]).human_text:
-                answers.append((f"{member.doc_id} {place}", self.generate(question, own)))
+                if self._candidates(question, member.items, own.matches)[0]:  # else only bookkeeping: it abstains
+                    answers.append(MemberAnswer(member, self.generate(question, own), led=True))
             else:  # "garden_may (garden-survey, 1 of 2) has no caption; ..."
-                lead = NAMED + " " + place.replace("{", "{{").replace("}", "}}")
-                answers.append(("", self._from_fields(question, [member.items[0]], [], lead)))
-        said = {" ".join(strip_citation_marks(c.text).lower().split()) for _, a in answers for c in a.claims}
-        if len(said) <= 1 or any(not a.claims for _, a in answers):
+                lead = NAMED + " " + sequence.place(member).replace("{", "{{").replace("}", "}}")
+                answers.append(MemberAnswer(member, self._from_fields(question, [member.items[0]], [], lead), led=False))
+        claims = claims_in_order(sequence, answers, max_citations=self.max_citations)
+        if claims is None:
             return None
         trace.append(trace_line(sequence, members_in(pack.items, sequence.sequence_id)))
-        claims: list[Claim] = []
-        for lead, answer in answers:
-            for n, claim in enumerate(answer.claims):
-                if lead and n == 0:
-                    claim = dataclasses.replace(claim, text=f"{lead}: {claim.text}", lead=lead)
-                claims.append(claim)
-        trace.append(f"Answer written as {len(claims)} claim(s), each member's first led by its id and place, "
-                     "each citing the member's evidence that states it.")
+        trace.append(f"Answer written as {len(claims)} claim(s), in sequence order, each citing the evidence of the "
+                     "member(s) it is about.")
         return Answer(text=" ".join(c.text for c in claims), reasoning=tuple(trace), claims=tuple(claims),
                       generator=self.name)
 
