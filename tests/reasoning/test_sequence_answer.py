@@ -168,3 +168,21 @@ def test_a_question_about_what_views_show_together_is_not_ordered() -> None:
     pack = _pack("q", [_item("rev2", REV2, 1.0, 2), _item("rev1", REV1, 0.9, 1)])
     answer = TemplateGenerator().generate("what do the views show together?", pack)
     assert not any(c.lead for c in answer.claims)
+
+
+def test_a_query_image_that_shows_one_member_is_answered_about_it() -> None:
+    items = [_item("rev2", REV2, 1.0, 2, paths=("visual", "clear_match")), _item("rev1", REV1, 0.9, 1)]
+    assert sequence_in_evidence(EvidencePack.from_items("q", items).items) is None
+    answer = TemplateGenerator().generate("what is this?", _pack("q", items))
+    assert not any(c.lead for c in answer.claims) and answer.claims[0].text.startswith("Revised schematic")
+
+
+def test_members_whose_main_statement_agrees_get_the_consensus() -> None:
+    """DomainVQA-R: three visits all state the blunted angle, one of them also the effusion it names. That is no
+    change over time, only what retrieval brought of each visit: the consensus weighs it, as before."""
+    items = [_item("t0", "blunted left costophrenic angle", 1.0, 1, of=3, sequence="p"),
+             _item("t1", "blunted left costophrenic angle; left pleural effusion", 0.9, 2, of=3, sequence="p"),
+             _item("t2", "blunted left costophrenic angle", 0.8, 3, of=3, sequence="p")]
+    answer = TemplateGenerator().generate("what does p show?", _pack("q", items, "p"))
+    assert not any(c.lead for c in answer.claims)
+    assert answer.claims[0].text == "Blunted left costophrenic angle [Evidence 1, 2, 3].", answer.text

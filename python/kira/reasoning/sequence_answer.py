@@ -16,9 +16,11 @@ Only a subject's evidence is read so (``EvidencePack.subject``: the question nam
 image clearly shows one of its documents); evidence gathered for a question about a kind of thing
 ("find a lawn") is many subjects, answered by the consensus. Consecutive members that state the
 same thing are said once ("garden_may and garden_june (garden-survey, 1 and 2 of 3): ..."); when
-all do, the consensus answers as before. A member whose evidence states only bookkeeping says
+every member's main statement (its answer's first claim) is the same, the consensus answers as
+before: one member stating more than another is often only what retrieval brought of it. A member whose evidence states only bookkeeping says
 nothing, as in the consensus. A question that names one member alone, or asks what several views
-show together (kira.reasoning.view_agreement), is answered as before. At most `max_members`
+show together (kira.reasoning.view_agreement), or comes with a query image that clearly shows one
+member, is answered as before. At most `max_members`
 members are stated: the first ones and the last (the latest state is never left out).
 """
 
@@ -71,16 +73,17 @@ def sequence_label(item: EvidenceItem) -> str:
 
 
 def sequence_in_evidence(items: Sequence[EvidenceItem], *, max_members: int = 5) -> SequenceInEvidence | None:
-    """The sequence of ``items[0]`` when two or more of its members have items among `items` and the question
-    does not name one member alone (items `EvidenceItem.named_by_question` of a single document); else None.
+    """The sequence of ``items[0]`` when two or more of its members have items among `items` and neither the
+    question nor the query image singles out one document (`EvidenceItem.named_by_question`,
+    `EvidenceItem.shown_by_query_image`: items of a single document); else None.
     Keeps at most `max_members` members (>= 2): the first ``max_members - 1`` and the last."""
     if not items:
         return None
     first = _place(items[0])
     if first is None:
         return None
-    named = {i.doc_id for i in items if i.named_by_question}
-    if len(named) == 1:
+    singled = {i.doc_id for i in items if i.named_by_question or i.shown_by_query_image}
+    if len(singled) == 1:  # the question names one member, or the query image shows one: it is about that one
         return None
     gid, _, length = first
     by_doc: dict[str, list[EvidenceItem]] = {}
@@ -121,7 +124,10 @@ def claims_in_order(sequence: SequenceInEvidence, answers: Sequence[MemberAnswer
                     max_citations: int) -> list[Claim] | None:
     """The members' claims in sequence order, each run of consecutive members that state the same said once
     (its claims citing the run's evidence, at most `max_citations` numbers), the run's first claim led by its
-    ids and places; None when every member states the same (the consensus answers) or fewer than two spoke."""
+    ids and places; None when every member's first claim states the same (the consensus answers: one member
+    stating more than another is what a retrieval happened to bring, not a change) or fewer than two spoke."""
+    if len({_said(a.answer.claims[0]) for a in answers if a.answer.claims}) <= 1:
+        return None  # every member's main statement is the same: what else each states is the consensus's to weigh
     runs: list[list[MemberAnswer]] = []
     for each in answers:
         if not each.answer.claims:
