@@ -186,3 +186,12 @@ def test_members_whose_main_statement_agrees_get_the_consensus() -> None:
     answer = TemplateGenerator().generate("what does p show?", _pack("q", items, "p"))
     assert not any(c.lead for c in answer.claims)
     assert answer.claims[0].text == "Blunted left costophrenic angle [Evidence 1, 2, 3].", answer.text
+
+
+def test_a_language_model_reads_each_items_place_in_its_sequence() -> None:
+    from kira.reasoning.prompting import evidence_block
+
+    item = EvidenceItem(1, 1, "rev2", "document", 1.0, ("visual",), REV2,
+                        {"caption": REV2, "described_by": "user caption/tags",
+                         "sequence": {"id": "rc-filter-design", "place": 2, "of": 2}})
+    assert evidence_block(item, appearance=False).startswith("[Evidence 1] rev2 (rc-filter-design, 2 of 2): revised")

@@ -26,8 +26,9 @@ SYSTEM_PROMPT = (
 def evidence_block(item: EvidenceItem, *, appearance: bool) -> str:
     """One evidence item as a model reads it: what it shows (caption, tags, text read, classifier labels,
     metadata: kira.reasoning.shown), its measured looks only when the question asks about appearance;
-    never the describer's statistics as if they were content."""
+    never the describer's statistics as if they were content. An item of a temporal sequence names its place."""
     from kira.reasoning.field_answer import item_sentence
+    from kira.reasoning.sequence_answer import sequence_label
     from kira.reasoning.shown import shown
 
     if "described_by" not in (item.provenance or {}):
@@ -39,7 +40,8 @@ def evidence_block(item: EvidenceItem, *, appearance: bool) -> str:
             text += f" (measured: {', '.join(view.looks)})"
     else:
         text = item_sentence(item, appearance=appearance, lead="{doc}")
-    return f"[Evidence {item.number}] {item.doc_id}: {' '.join(text.split())}"
+    place = sequence_label(item)  # "rc-filter-design, 2 of 2": the model can tell a revision from a rival reading
+    return f"[Evidence {item.number}] {item.doc_id}" + (f" ({place})" if place else "") + f": {' '.join(text.split())}"
 
 
 def user_prompt(question: str, pack: EvidencePack) -> str:
