@@ -15,13 +15,13 @@ each led by the member's id and place:
 Only a subject's evidence is read so (``EvidencePack.subject``: the question names it, or the query
 image clearly shows one of its documents); evidence gathered for a question about a kind of thing
 ("find a lawn") is many subjects, answered by the consensus. Consecutive members that state the
-same thing are said once ("garden_may and garden_june (garden-survey, 1 and 2 of 3): ..."); when
+same thing are said once ("garden_may and garden_june (garden-survey, 1 and 2 of 3): ..."). When
 every member's main statement (its answer's first claim) is the same, the consensus answers as
-before: one member stating more than another is often only what retrieval brought of it. A member whose evidence states only bookkeeping says
-nothing, as in the consensus. A question that names one member alone, or asks what several views
-show together (kira.reasoning.view_agreement), or comes with a query image that clearly shows one
-member, is answered as before. At most `max_members`
-members are stated: the first ones and the last (the latest state is never left out).
+before: one member stating more than another is often only what retrieval brought of it. A member
+whose evidence states only bookkeeping says nothing, as in the consensus. A question that names one
+member alone, asks what several views show together (kira.reasoning.view_agreement), or comes with
+a query image that clearly shows one member is answered as before. At most `max_members` members
+are stated: the first ones and the last (the latest state is never left out).
 """
 
 from __future__ import annotations

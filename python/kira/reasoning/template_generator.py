@@ -32,9 +32,9 @@ applies. The generator answers with the *content the top evidence agrees on*:
    when both are chosen, head first (`kira.reasoning.statement_votes.join_heads`).
 5. When the question asks what several views show together (kira.reasoning.view_agreement),
    the claim says the views agree only when each view states it.
-6. When the evidence holds two or more members of one temporal sequence (the first item's) that
-   state different things, each member is answered from its own items, in sequence order
-   (kira.reasoning.sequence_answer): a revision is the subject at its time, not a rival reading.
+6. When a subject's evidence holds two or more members of one temporal sequence (the first
+   item's) whose main statements differ, each member is answered from its own items, in sequence
+   order (kira.reasoning.sequence_answer): a revision is the subject at its time, not a rival reading.
 
 The generator answers from the pack it is given: which items are about the subject asked
 about, and which are similar cases, is decided before it (kira.pipeline's subject stage and
@@ -311,7 +311,7 @@ class TemplateGenerator:
     def _in_sequence_order(self, question: str, pack: EvidencePack, sequence: SequenceInEvidence,
                            trace: list[str]) -> Answer | None:
         """Each member of `sequence` answered from its own items, in order, led by its id and place
-        (kira.reasoning.sequence_answer); None when every member's answer states the same thing."""
+        (kira.reasoning.sequence_answer); None when the members' main statements are the same."""
         answers: list[MemberAnswer] = []
         for member in sequence.members:
             numbers = {i.number for i in member.items}
