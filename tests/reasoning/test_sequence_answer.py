@@ -60,10 +60,15 @@ def test_a_question_naming_one_member_alone_is_answered_about_it() -> None:
     assert answer.claims[0].text.startswith("Circuit schematic") and not answer.claims[0].lead
 
 
-def test_documents_outside_the_first_items_sequence_are_no_members() -> None:
-    items = [_item("rev2", REV2, 1.0, 2), _item("other", "an op-amp amplifier", 0.95, None),
+def test_a_subject_that_is_more_than_the_sequence_gets_the_consensus() -> None:
+    """A film's lateral view, or a second series, would go unsaid in an answer that lists one sequence."""
+    items = [_item("rev2", REV2, 1.0, 2), _item("rev1", REV1, 0.95, 1), _item("lat", "a side view", 0.9, None)]
+    assert sequence_in_evidence(EvidencePack.from_items("q", items).items) is None
+    items = [_item("rev2", REV2, 1.0, 2), _item("rev1", REV1, 0.95, 1),
              _item("x1", "another design", 0.9, 1, sequence="other-design")]
     assert sequence_in_evidence(EvidencePack.from_items("q", items).items) is None
+    answer = TemplateGenerator().generate("q", _pack("q", items))
+    assert not any(c.lead for c in answer.claims)
     # not the first item's: an unrelated sequence's members do not make the answer ordered
     items = [_item("other", "an op-amp amplifier", 1.0, None), _item("rev1", REV1, 0.9, 1), _item("rev2", REV2, 0.8, 2)]
     assert sequence_in_evidence(EvidencePack.from_items("q", items).items) is None

@@ -20,7 +20,8 @@ every member's main statement (its answer's first claim) is the same, the consen
 before: one member stating more than another is often only what retrieval brought of it. A member
 whose evidence states only bookkeeping says nothing, as in the consensus. A question that names one
 member alone, asks what several views show together (kira.reasoning.view_agreement), or comes with
-a query image that clearly shows one member is answered as before. At most `max_members` members
+a query image that clearly shows one member is answered as before, and so is a subject that is
+more than the sequence (a film's other view, a second series): its other documents would go unsaid. At most `max_members` members
 are stated: the first ones and the last (the latest state is never left out).
 """
 
@@ -73,8 +74,8 @@ def sequence_label(item: EvidenceItem) -> str:
 
 
 def sequence_in_evidence(items: Sequence[EvidenceItem], *, max_members: int = 5) -> SequenceInEvidence | None:
-    """The sequence of ``items[0]`` when two or more of its members have items among `items` and neither the
-    question nor the query image singles out one document (`EvidenceItem.named_by_question`,
+    """The sequence of ``items[0]`` when every item is of it, two or more of its members have items among
+    `items`, and neither the question nor the query image singles out one document (`EvidenceItem.named_by_question`,
     `EvidenceItem.shown_by_query_image`: items of a single document); else None.
     Keeps at most `max_members` members (>= 2): the first ``max_members - 1`` and the last."""
     if not items:
@@ -90,9 +91,10 @@ def sequence_in_evidence(items: Sequence[EvidenceItem], *, max_members: int = 5)
     places: dict[str, int] = {}
     for item in items:
         place = _place(item)
-        if place is not None and place[0] == gid:
-            by_doc.setdefault(item.doc_id, []).append(item)
-            places[item.doc_id] = place[1]
+        if place is None or place[0] != gid:
+            return None  # the subject is more than this sequence (another view, another series): the consensus
+        by_doc.setdefault(item.doc_id, []).append(item)
+        places[item.doc_id] = place[1]
     if len(by_doc) < 2:
         return None
     order = sorted(by_doc, key=lambda d: (places[d], d))
