@@ -150,7 +150,7 @@ class Reader:
 
         def claim(c: Any) -> dict[str, Any]:
             return {"text": c.text, "citations": list(c.citations), "grounding": c.grounding,
-                    "hallucination_risk": bool(c.hallucination_risk)}
+                    "hallucination_risk": bool(c.hallucination_risk), "lead": c.lead}
 
         def evidence(i: Any) -> dict[str, Any]:
             return {"number": i.number, "chunk_id": int(i.chunk_id), "doc_id": i.doc_id, "level": i.level,

@@ -89,6 +89,8 @@ class ClaimOut(BaseModel):
     citations: list[int]
     grounding: float | None
     hallucination_risk: bool
+    lead: str = Field("", description="where the text opens by naming what it is about, e.g. a temporal "
+                      "sequence's member and place ('rev1 (design-7, 1 of 2)'); the verifier checks what follows it")
 
 
 class EvidenceOut(BaseModel):
