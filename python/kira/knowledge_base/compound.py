@@ -28,7 +28,7 @@ class CompoundIndex:
     compound_of: Mapping[str, str]  # doc id -> its compound document's key (documents in no group absent)
     view_set_of: Mapping[str, str]  # doc id -> its multiview set's id (sets of 2+)
     sequence_of: Mapping[str, tuple[str, int, int]]  # doc id -> (temporal sequence id, 1-based place, members)
-    # for sequences of 2+; a document in two sequences: the first by id
+    # for sequences of 2+; a document in two sequences: the one whose id sorts first
 
     @classmethod
     def build(cls, groups: Sequence[tuple[str, str, Sequence[str]]], doc_chunk: Mapping[str, int]) -> CompoundIndex:
