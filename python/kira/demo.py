@@ -282,6 +282,7 @@ def run_demo(out_dir: str | Path = "kira_demo_out", *, quick: bool = False, mode
     echo("")
     echo(f"kira demo: {summary.documents} images, {len(summary.questions)} questions, "
          f"{len(summary.cards)} HTML cards in {out}/ ({summary.seconds:.1f} s)")
-    for label, answer in summary.questions:
-        echo(f"  Q: {label}\n     A: {answer}")
+    for label, answer in summary.questions:  # the similar-case paragraph stays under its answer
+        paragraphs = [p.strip() for p in answer.split("\n\n") if p.strip()]
+        echo(f"  Q: {label}\n     A: " + "\n        ".join(paragraphs))
     return summary

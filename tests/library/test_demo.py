@@ -22,6 +22,11 @@ def test_quick_demo_answers_and_writes_cards(tmp_path):
         assert "<html" in text.lower() and "data:image/png;base64" in text
     assert any("RATIONALE CARD" in line for line in lines)
     assert summary.seconds < 120
+    # the closing summary keeps each answer's similar-case paragraph indented under it, not at the margin
+    last = max(n for n, line in enumerate(lines) if line.startswith("kira demo:") and "questions" in line)
+    closing = "\n".join(lines[last + 1:])
+    assert "Similar cases" in closing, closing
+    assert all(line.startswith("  ") for line in closing.splitlines()), closing
 
 
 def test_full_demo_answers_the_battery_circuit_question_about_the_battery_circuit(tmp_path):
