@@ -9,7 +9,9 @@ metadata value holds them, and a caption that mentions "P017" does not make it a
 
 A word held by more than half of the documents (and by more than one) names no subject: it
 is part of the naming scheme ("img" in IMG_1000 ... IMG_1042, "png" in file names), not a
-name.
+name. But a word that exactly one group's members hold, through that group's id, is the
+group's name however many documents it has: in a knowledge base of three photos, two of them
+in sequence "breakfast-log", "the breakfast-log" names those two.
 
 A word the knowledge base uses more to describe documents than to name them is a word of
 the language first: with ids "led_circuit" and "voltage_divider" and captions that speak of
@@ -55,18 +57,24 @@ class IdentifierIndex:
 
     @classmethod
     def build(cls, names: Iterable[tuple[int, Iterable[str], Iterable[str]]]) -> IdentifierIndex:
-        """From (document chunk id, its ids: doc id and group ids, its one-token metadata values) triples."""
+        """From (document chunk id, its ids: doc id then group ids, its one-token metadata values) triples."""
         held: dict[str, set[int]] = {}
         ids: dict[int, list[set[str]]] = {}
+        members: dict[str, set[int]] = {}  # group id -> its document chunks
         count = 0
         for chunk_id, own_ids, values in names:
             count += 1
+            own_ids = list(own_ids)
             words = [name_words(t) for t in own_ids]
             ids[int(chunk_id)] = words
+            for group_id in own_ids[1:]:
+                members.setdefault(str(group_id), set()).add(int(chunk_id))
             for word in set().union(*words, *(name_words(t) for t in values)):
                 held.setdefault(word, set()).add(int(chunk_id))
         limit = max(1, int(MAX_DOCUMENT_SHARE * count))
-        postings = {w: np.array(sorted(c), dtype=np.int64) for w, c in held.items() if len(c) <= limit}
+        group_names = {w for g, m in members.items() for w in name_words(g) if held.get(w) == m}
+        postings = {w: np.array(sorted(c), dtype=np.int64) for w, c in held.items()
+                    if len(c) <= limit or w in group_names}
         ids_of = {c: tuple(frozenset(w for w in words if w in postings) for words in own) for c, own in ids.items()}
         return cls(postings, count, ids_of, np.array(sorted(ids_of), dtype=np.int64))
 

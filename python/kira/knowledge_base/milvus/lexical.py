@@ -208,7 +208,9 @@ class MilvusLexical:
             rows = self.client.query(self.collection, filter=f"level == \"document\" and text_match(names, "
                                      f"'{stored_word(word)}')", output_fields=["id", "doc_id", "groups"],
                                      limit=limit + 1, timeout=self.timeout)
-            if not rows or len(rows) > limit:
+            if rows and len(rows) > limit:  # the naming scheme, unless the word is one group's name
+                rows = self._group_named(word, rows[0])
+            if not rows:
                 continue
             if self._describes_more(word, len(rows)):  # an id needs another word of the question to be whole
                 rows = [r for r in rows if _ids_words(r) & (question - {word})
@@ -219,6 +221,27 @@ class MilvusLexical:
             if len(ids):
                 out[word] = ids
         return out
+
+    def _group_named(self, word: str, row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """The document rows of the one group whose id holds `word` when exactly its members hold the word
+        (`IdentifierIndex.build`'s group names): two counts and the members' rows (at most `QUERY_LIMIT`: a
+        larger group's word names nothing here); [] otherwise."""
+        import json
+
+        from kira.knowledge_base.milvus.compounds import QUERY_LIMIT
+
+        holding = self._count(f"level == \"document\" and text_match(names, '{stored_word(word)}')")
+        for key in row.get("groups") or ():
+            if word not in name_words(str(key).split(":", 1)[-1]):
+                continue
+            group = f'level == "document" and array_contains(groups, {json.dumps(str(key))})'
+            size = self._count(group)
+            if size == holding and size <= QUERY_LIMIT:
+                rows: list[Mapping[str, Any]] = self.client.query(
+                    self.collection, filter=group, output_fields=["id", "doc_id", "groups"], limit=size,
+                    timeout=self.timeout)
+                return rows
+        return []
 
     def _describes_more(self, word: str, named: int) -> bool:
         """Whether more documents hold `word` in their terms without naming it than the `named` it names
