@@ -196,8 +196,9 @@ class MilvusLexical:
     def named(self, text: str, *, allow: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """{word of `text`: the document chunk ids (ascending) it names}, as kira.knowledge_base.identifiers'
         `IdentifierIndex.named`: a word held by more than half of the documents (and more than one) names
-        none, and one that more documents' terms hold than it names names only through a whole id. One
-        ``text_match`` query per word, reading at most that many ids, and for a word that names some, one count."""
+        none unless it is one group's name (`_group_named`), and one that more documents' terms hold than it
+        names names only through a whole id. One ``text_match`` query per word, reading at most that many ids,
+        and for a word that names some, one count."""
         out: dict[str, np.ndarray] = {}
         question = name_words(text or "")
         if not question:
