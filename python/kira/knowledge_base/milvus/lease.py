@@ -16,7 +16,8 @@ when) and its heartbeat (when it last wrote).
 * The writer checks the lease before every write and every commit, and renews its heartbeat at
   commit and at most every `LEASE_RENEW_S` as it writes. A writer whose lease was taken over raises
   `WriterLeaseLost` (a ConnectionError: an ingest stops instead of retrying image by image) and
-  writes and commits nothing more, rather than interleave with the new writer.
+  writes and commits nothing more, rather than interleave with the new writer. A lease row read as
+  missing is read again first (`GONE_RECHECK_S`): an upsert deletes, then inserts.
 * While it is open, idle or not, a daemon thread renews its heartbeat every `LEASE_RENEW_S`
   (kira.knowledge_base.milvus.lease_heartbeat), so an idle writer (a `kira serve` writer between
   jobs) keeps its lease for as long as its process runs. The thread checks the lease before each
@@ -55,6 +56,10 @@ than any one batch of an ingest takes to encode, so a live writer renews well wi
 LEASE_RENEW_S = 30.0
 """A writer rewrites its heartbeat at most this often as it writes (and at every commit); it checks the lease
 before every write."""
+
+GONE_RECHECK_S = (0.02, 0.05, 0.1)
+"""Waits before reading a lease row found missing again: Milvus writes a row by deleting and inserting it (an
+upsert is not atomic), so a read can land between the two; only a row still missing after these is gone."""
 
 _LIVE: set[str] = set()  # tokens of the leases writers of this process hold (a reopen here is a second writer)
 _LIVE_LOCK = threading.Lock()
@@ -101,6 +106,18 @@ def describe_holder(held: dict[str, Any], now: float) -> str:
     ago = max(0.0, now - float(held.get("heartbeat", 0)))
     return (f"pid {held.get('pid')} on host {held.get('host')!r} since {_when(float(held.get('since', 0)))} "
             f"(last heard from {ago:.0f} s ago)")
+
+
+def read_settled_lease(records: Any) -> dict[str, Any] | None:
+    """`read_lease`, read again after each of `GONE_RECHECK_S` while the row reads as missing: a lease row found
+    missing right after an upsert (its delete landed, its insert not yet) is not a lease that is gone."""
+    held = read_lease(records)
+    for wait in GONE_RECHECK_S:
+        if held is not None:
+            break
+        time.sleep(wait)
+        held = read_lease(records)
+    return held
 
 
 def read_lease(records: Any) -> dict[str, Any] | None:
@@ -160,7 +177,7 @@ class WriterLease:
             log.warning("%s: taking over the writer lease of %s: %s", where, describe_holder(held, now), reason)
         lease = cls(records, where, secrets.token_hex(16), now)
         lease._write(now)
-        back = read_lease(records)
+        back = read_settled_lease(records)
         if back is None or back["token"] != lease.token:  # another writer wrote its lease in the same instant
             raise WriterLeaseHeld(_held_message(where, back or {}, time.time()))
         with _LIVE_LOCK:
@@ -207,7 +224,7 @@ class WriterLease:
     def _still_held(self) -> bool:
         """Whether the stored lease is still this writer's (under `_lock`); records the loss where it is not."""
         if not self.lost:
-            held = read_lease(self.records)
+            held = read_settled_lease(self.records)
             if held is None or held["token"] != self.token:
                 self.lost = True
                 with _LIVE_LOCK:
