@@ -6,7 +6,6 @@ than half of the documents, and such a word was taken for the naming scheme ("im
 
 from __future__ import annotations
 
-import pytest
 from pipeline_fakes import FakeStack, photo
 
 from kira.knowledge_base import KnowledgeBase
@@ -31,24 +30,12 @@ def _names_as_designed(kb: KnowledgeBase) -> None:
     assert _docs(kb, kb.identifier_postings("what does cup show?")) == {}
 
 
-def test_a_group_id_held_by_most_documents_names_its_members_embedded(tmp_path):
-    with KnowledgeBase.create(tmp_path / "kb", models=FakeStack()) as kb:
+def test_a_group_id_held_by_most_documents_names_its_members(tmp_path, kb_factory):
+    with kb_factory(tmp_path / "kb", models=FakeStack()) as kb:
         _fill(kb)
+        if kb_factory.backend == "milvus":
+            assert type(kb.lexical()).__name__ == "MilvusLexical"  # named by text_match in Milvus
         _names_as_designed(kb)
-
-
-def test_a_group_id_held_by_most_documents_names_its_members_milvus(tmp_path):
-    pytest.importorskip("pymilvus", reason='needs pip install "kira[milvus]"')
-    pytest.importorskip("milvus_lite", reason='needs pip install "kira[milvus]"')
-    from milvus_fixtures import release_lite
-
-    try:
-        with KnowledgeBase.create(tmp_path / "kb", models=FakeStack(), backend="milvus") as kb:
-            _fill(kb)
-            assert type(kb.lexical()).__name__ == "MilvusLexical"
-            _names_as_designed(kb)
-    finally:
-        release_lite(tmp_path / "kb" / "milvus.db")
 
 
 def test_a_word_shared_by_a_group_and_other_names_stays_the_naming_scheme():

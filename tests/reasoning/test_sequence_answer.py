@@ -87,7 +87,7 @@ def test_a_long_sequence_keeps_the_first_members_and_the_last() -> None:
 
 def test_similar_cases_are_never_ordered_as_one_subject() -> None:
     pack = _pack("q", [_item("rev2", REV2, 1.0, 2), _item("rev1", REV1, 0.9, 1)])
-    similar = EvidencePack("q", items=pack.items, of_similar_cases=True)
+    similar = EvidencePack("q", items=pack.items, of_similar_cases=True, subject=pack.subject)  # only that differs
     assert not any(c.lead for c in TemplateGenerator().generate("q", similar).claims)
 
 

@@ -23,7 +23,7 @@ from kira.grounding.pieces import built_with_this_text_encoder, stored_vectors
 from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
-from kira.reasoning.field_answer import abstention_text, labels_only_caveat
+from kira.reasoning.field_answer import abstention_text, labels_only_caveat, spoken_list
 from kira.reasoning.question_form import asks_yes_no
 from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
 from kira.reasoning.shown import asks_about_appearance, shown
@@ -182,7 +182,7 @@ def unmatched_notice(state: QueryState, pack: EvidencePack, verdict: Relevance |
     if verdict is None or not verdict.unmatched or not pack.items or not asks_yes_no(state.question):
         return ""
     docs = list(dict.fromkeys(i.doc_id for i in pack.items))
-    about = docs[0] if len(docs) == 1 else ", ".join(docs[:-1]) + f" and {docs[-1]}"
+    about = spoken_list(docs)
     text = f"Nothing recorded about {about} matches '{verdict.unmatched}'"
     if asks_about_appearance(verdict.unmatched, appearance_words):  # "is it dark?": measured, not guessed
         return text + "."

@@ -24,9 +24,14 @@ MAX_QUOTE = 80  # characters of OCR text quoted
 MAX_METADATA = 3  # metadata entries named
 
 
+def spoken_list(values: Sequence[str]) -> str:
+    """"a", "a and b", "a, b and c": `values` as a sentence lists them."""
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + f" and {values[-1]}"
+
+
 def _quote(values: Sequence[str]) -> str:
-    quoted = [f"'{v}'" for v in values]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+    return spoken_list([f"'{v}'" for v in values])
 
 
 def label_phrase(view: Shown) -> str:
@@ -114,7 +119,7 @@ def abstention_text(question: str, items: Sequence[EvidenceItem], *, image_query
     named = [closest_summary(i) + (f" [Evidence {i.number}]" if i.number > 0 else "") for i in docs[:max_items]]
     if not named:
         return f"Nothing in this knowledge base matches {asked}."
-    closest = named[0] if len(named) == 1 else ", ".join(named[:-1]) + f" and {named[-1]}"
+    closest = spoken_list(named)
     noun = "the closest item is" if len(named) == 1 else "the closest items are"
     text = f"Nothing in this knowledge base matches {asked}; {noun} {closest}."
     caveat = labels_only_caveat(docs[:max_items])  # say how little "nothing matches" rests on
@@ -140,4 +145,4 @@ def _known_only_by_labels(item: EvidenceItem) -> bool:
 
 
 __all__ = ["ANOTHER", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases",
-           "item_sentence", "label_phrase", "labels_only_caveat"]
+           "item_sentence", "label_phrase", "labels_only_caveat", "spoken_list"]

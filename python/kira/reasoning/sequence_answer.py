@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from kira.reasoning.citations import format_citation
+from kira.reasoning.field_answer import spoken_list
 from kira.reasoning.types import Answer, Claim, EvidenceItem
 
 
@@ -49,7 +50,8 @@ class SequenceInEvidence:
 
     sequence_id: str
     length: int  # members the sequence has, in the evidence or not
-    members: tuple[SequenceMember, ...]  # in sequence order
+    members: tuple[SequenceMember, ...]  # in sequence order: those stated (at most `max_members`)
+    present: int  # members with items in the evidence, stated or not
 
     def place(self, member: SequenceMember) -> str:
         """ "(garden-survey, 1 of 2)": a member's place, said after its id where its sentence names it."""
@@ -99,9 +101,11 @@ def sequence_in_evidence(items: Sequence[EvidenceItem], *, max_members: int = 5)
         return None
     order = sorted(by_doc, key=lambda d: (places[d], d))
     keep = max(2, int(max_members))
+    present = len(order)
     if len(order) > keep:
         order = order[: keep - 1] + order[-1:]
-    return SequenceInEvidence(gid, length, tuple(SequenceMember(d, places[d], tuple(by_doc[d])) for d in order))
+    return SequenceInEvidence(gid, length, tuple(SequenceMember(d, places[d], tuple(by_doc[d])) for d in order),
+                              present)
 
 
 @dataclass(frozen=True)
@@ -112,10 +116,6 @@ class MemberAnswer:
     member: SequenceMember
     answer: Answer
     led: bool
-
-
-def _names(ids: Sequence[str]) -> str:
-    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + f" and {ids[-1]}"
 
 
 def _said(claim: Claim) -> str:
@@ -149,26 +149,21 @@ def claims_in_order(sequence: SequenceInEvidence, answers: Sequence[MemberAnswer
                 cited = tuple(dict.fromkeys(c for r in run for c in r.answer.claims[n].citations))[:max_citations]
                 claim = Claim(text=f"{claim.statement.rstrip('.')} {format_citation(cited)}.", citations=cited)
             if first.led and n == 0:
-                places = _names([str(r.member.place) for r in run])
-                lead = f"{_names([r.member.doc_id for r in run])} ({sequence.sequence_id}, {places} of {sequence.length})"
+                places = spoken_list([str(r.member.place) for r in run])
+                lead = f"{spoken_list([r.member.doc_id for r in run])} ({sequence.sequence_id}, {places} of {sequence.length})"
                 claim = Claim(text=f"{lead}: {claim.text}", citations=claim.citations, lead=lead)
             claims.append(claim)
     return claims
 
 
-def trace_line(sequence: SequenceInEvidence, total: int) -> str:
+def trace_line(sequence: SequenceInEvidence) -> str:
     """The reasoning step that says why the answer is in sequence order."""
     shown = ", ".join(f"{m.doc_id} ({m.place} of {sequence.length})" for m in sequence.members)
-    left = f"; {total - len(sequence.members)} more left out" if total > len(sequence.members) else ""
-    return (f"The evidence holds {total} members of the temporal sequence {sequence.sequence_id}, which state "
+    left = sequence.present - len(sequence.members)
+    return (f"The evidence holds {sequence.present} members of the temporal sequence {sequence.sequence_id}, which state "
             f"different things: each is the subject at its own time, not a rival reading, so the answer states "
-            f"each one's own evidence in order ({shown}{left}) instead of choosing one.")
+            f"each one's own evidence in order ({shown}{f'; {left} more left out' if left else ''}) instead of choosing one.")
 
 
-def members_in(items: Sequence[EvidenceItem], sequence_id: str) -> int:
-    """How many documents of `sequence_id` have items among `items`."""
-    return len({i.doc_id for i in items if (_place(i) or ("",))[0] == sequence_id})
-
-
-__all__ = ["MemberAnswer", "SequenceInEvidence", "SequenceMember", "claims_in_order", "members_in",
-           "sequence_in_evidence", "sequence_label", "trace_line"]
+__all__ = ["MemberAnswer", "SequenceInEvidence", "SequenceMember", "claims_in_order", "sequence_in_evidence",
+           "sequence_label", "trace_line"]

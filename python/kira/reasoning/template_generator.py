@@ -52,8 +52,8 @@ from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
 from kira.reasoning.field_answer import ANOTHER, CLOSEST, NAMED, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
-from kira.reasoning.sequence_answer import (MemberAnswer, SequenceInEvidence, claims_in_order, members_in,
-                                            sequence_in_evidence, trace_line)
+from kira.reasoning.sequence_answer import (MemberAnswer, SequenceInEvidence, claims_in_order, sequence_in_evidence,
+                                            trace_line)
 from kira.reasoning.statement_votes import (Statement, clear_match_first, join_heads, numbers_of, restates,
                                             vote_weights)
 from kira.reasoning.statement_wording import agree_on_positions, agreed_wording
@@ -116,6 +116,12 @@ class TemplateGenerator:
         if view.human_text:
             return text_of(item) if not view.written else view.written
         return view.looks_text() if appearance else ""
+
+    def _states_content(self, question: str, items: tuple[EvidenceItem, ...]) -> bool:
+        """Whether any of `items` states content, not only bookkeeping (what `_candidates` would vote on)."""
+        appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
+        return any(not is_meta and stems_of(sentence) for item in items
+                   for sentence, is_meta, _ in sentences_of(self._content(item, appearance), self.vocab))
 
     def _candidates(self, question: str, items: tuple[EvidenceItem, ...], matches: Mapping[int, float]
                     ) -> tuple[list[Statement], list[str]]:
@@ -318,7 +324,7 @@ class TemplateGenerator:
             own = EvidencePack(pack.question, items=member.items, subject=pack.subject,
                                matches={n: r for n, r in pack.matches.items() if n in numbers})
             if shown(member.items[0]).human_text:
-                if self._candidates(question, member.items, own.matches)[0]:  # else only bookkeeping: it abstains
+                if self._states_content(question, member.items):  # else only bookkeeping: it abstains
                     answers.append(MemberAnswer(member, self.generate(question, own), led=True))
             else:  # "garden_may (garden-survey, 1 of 2) has no caption; ..."
                 lead = NAMED + " " + sequence.place(member).replace("{", "{{").replace("}", "}}")
@@ -326,7 +332,7 @@ class TemplateGenerator:
         claims = claims_in_order(sequence, answers, max_citations=self.max_citations)
         if claims is None:
             return None
-        trace.append(trace_line(sequence, members_in(pack.items, sequence.sequence_id)))
+        trace.append(trace_line(sequence))
         trace.append(f"Answer written as {len(claims)} claim(s), in sequence order, each citing the evidence of the "
                      "member(s) it is about.")
         return Answer(text=" ".join(c.text for c in claims), reasoning=tuple(trace), claims=tuple(claims),
