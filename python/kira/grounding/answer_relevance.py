@@ -6,8 +6,7 @@
   its subject's name: another subject's evidence retrieved for a passing word ("colour") is no similar case.
 * `abstention`: the answer when nothing in the evidence is relevant: it says so plainly and names
   the closest items (kira.reasoning.field_answer), has no claims, ``abstained=True``.
-* `unmatched_notice`: a yes/no question about a query image whose words nothing recorded of the image's
-  evidence matches ("is this a dog?" about a photo of coffee) opens its answer by saying so.
+* `asked_besides_subject`: the question's words less its subject's name (what it asks of the subject).
 * `on_topic`: after verification, a claim that cites only items the verdict found irrelevant does
   not answer the question and is marked a hallucination risk, however well its words are supported.
 """
@@ -54,8 +53,10 @@ def label_vocabulary(models: ModelStack) -> tuple[str, ...]:
     return tuple(getattr(getattr(models, "captioner", None), "vocabulary", ()) or ())
 
 
-def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: str | None = None) -> Relevance | None:
-    """The verdict on `pack` for the state's question (or `question`); None when the stack has no text encoder."""
+def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: str | None = None, *,
+          by_name: bool = True) -> Relevance | None:
+    """The verdict on `pack` for the state's question (or `question`); None when the stack has no text encoder.
+    `by_name` as in `RelevanceJudge.judge`."""
     encoder = getattr(ctx.models, "text", None)
     if encoder is None or not callable(getattr(encoder, "encode", None)):
         return None
@@ -68,7 +69,15 @@ def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: st
         extra["known"] = stored_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
     judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models))
     return judge_.judge(state.question if question is None else question, pack, image_query=state.image_query,
-                        **extra)
+                        by_name=by_name, **extra)
+
+
+def asked_besides_subject(state: QueryState, pack: EvidencePack) -> list[str]:
+    """The question's content words less its subject's name: the identifier terms it named the subject by and
+    every word of the subject's document ids ("is there a dog in IMG_1001?": 'dog', not 'img' or '1001')."""
+    named = {t.lower() for t in state.facts.named_terms}
+    named |= {t for item in pack.items for t in question_words(item.doc_id)}
+    return [w for w in question_words(state.question) if w.lower() not in named]
 
 
 def on_topic_similar(ctx: StageContext, state: QueryState, pack: EvidencePack) -> tuple[EvidencePack, list[str]]:
@@ -79,9 +88,7 @@ def on_topic_similar(ctx: StageContext, state: QueryState, pack: EvidencePack) -
     left to judge by ("what does IMG_1001 show?") keeps them all."""
     if not pack.similar or state.image_query:
         return pack, []
-    named = {t.lower() for t in state.facts.named_terms}  # and every word of the subject's ids ("IMG_1001": img, 1001)
-    named |= {t for item in pack.items for t in question_words(item.doc_id)}
-    rest = [w for w in question_words(state.question) if w.lower() not in named]
+    rest = asked_besides_subject(state, pack)
     verdict = judge(ctx, state, pack.similar_pack(), " ".join(rest)) if rest else None
     if verdict is None or verdict.score is None:
         return pack, []
@@ -172,33 +179,6 @@ def abstention(state: QueryState, pack: EvidencePack, verdict: Relevance) -> Ans
     log.info("abstained on %r: best relevance %s", state.question, verdict.score)
     return Answer(text=text, reasoning=reasoning, claims=(), generator="abstention",
                   confidence=verdict.confidence, abstained=True)
-
-
-def unmatched_notice(state: QueryState, pack: EvidencePack, verdict: Relevance | None,
-                     appearance_words: tuple[str, ...] = ()) -> str:
-    """The sentence that opens the answer to a yes/no question about a query image when nothing recorded of
-    the image's evidence matches what it asks ("Nothing recorded about IMG_1027 matches 'dog'."); "" otherwise.
-    For an image known only by classifier labels it says how little that rests on."""
-    if verdict is None or not verdict.unmatched or not pack.items or not asks_yes_no(state.question):
-        return ""
-    docs = list(dict.fromkeys(i.doc_id for i in pack.items))
-    about = spoken_list(docs)
-    text = f"Nothing recorded about {about} matches '{verdict.unmatched}'"
-    if asks_about_appearance(verdict.unmatched, appearance_words):  # "is it dark?": measured, not guessed
-        return text + "."
-    caveat = labels_only_caveat(pack.items)
-    if not caveat and all(shown(i).empty for i in pack.items):
-        caveat = f"nothing recorded says what {'it shows' if len(docs) == 1 else 'they show'}"
-    return f"{text} ({caveat})." if caveat else text + "."
-
-
-def with_notice(answer: Answer, notice: str) -> Answer:
-    """`answer` with `notice` (`unmatched_notice`) opening its text and a reasoning step saying why."""
-    if not notice:
-        return answer
-    step = ("The question asks yes or no about the query image, and nothing recorded of the evidence found for it "
-            "matches what it asks, so the answer says so first.")
-    return dataclasses.replace(answer, text=f"{notice} {answer.text}", reasoning=(*answer.reasoning, step))
 
 
 def on_topic(state: QueryState, answer: Answer) -> Answer:

@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from kira.grounding.answer_relevance import (abstention, judge, on_topic, on_topic_similar, relevance_note,
-                                             relevance_step, relevant_first, unmatched_notice, with_notice)
+                                             relevance_step, relevant_first)
 from kira.grounding.evidence import build_items, diverse, hops_with_documents
 from kira.grounding.pieces import built_with_this_text_encoder, shown_rows, stored_piece_vectors, stored_shown_vectors
+from kira.grounding.yes_no import with_notice, yes_no_notice
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.query_state import QueryState, RetrievalPath, StageContext
 from kira.reasoning.subject import attributed_to_stored, enforce_subject
@@ -176,7 +177,10 @@ class Generate:
             answer = dataclasses.replace(answer, confidence=verdict.confidence,
                                          reasoning=(*answer.reasoning, relevance_step(verdict)))
             words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
-            answer = with_notice(answer, unmatched_notice(state, pack, verdict, words))
+            notice = yes_no_notice(ctx, state, pack, verdict, words)
+            answer = with_notice(answer, notice)
+            if notice is not None:
+                note["yes_no"] = notice.trace
         return state.evolve(pack=pack, relevance=verdict, answer=answer, trace=note)
 
 

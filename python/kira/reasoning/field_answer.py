@@ -131,7 +131,7 @@ def labels_only_caveat(items: Sequence[EvidenceItem]) -> str:
     (plural for several documents) when every one of `items`' documents is known only by classifier labels;
     "" otherwise. What a statement that nothing matches rests on."""
     docs = {item.doc_id: item for item in items}
-    if not docs or not all(_known_only_by_labels(i) for i in docs.values()):
+    if not docs or not all(known_only_by_labels(i) for i in docs.values()):
         return ""
     if len(docs) == 1:
         return "it has no caption: kira knows it only by an image classifier's labels, which may not name what it shows"
@@ -139,10 +139,11 @@ def labels_only_caveat(items: Sequence[EvidenceItem]) -> str:
             "they show")
 
 
-def _known_only_by_labels(item: EvidenceItem) -> bool:
+def known_only_by_labels(item: EvidenceItem) -> bool:
+    """Whether all that is recorded of what `item` shows is an image classifier's labels."""
     view = shown(item)
     return bool(view.labels) and not (view.human_text or view.tags or view.text_read or view.metadata)
 
 
 __all__ = ["ANOTHER", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases",
-           "item_sentence", "label_phrase", "labels_only_caveat", "spoken_list"]
+           "item_sentence", "known_only_by_labels", "label_phrase", "labels_only_caveat", "spoken_list"]

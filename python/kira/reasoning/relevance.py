@@ -37,7 +37,7 @@ evidence is what the image matches; a query image never makes the answer abstain
 measured and found unmatched stay in the verdict (`Relevance.unmatched`): a yes/no question
 (kira.reasoning.question_form.asks_yes_no: "is this a dog?" about a photo of coffee) is then
 answered with what the image's evidence shows, opened by a sentence saying that nothing
-recorded about it matches 'dog' (kira.grounding.answer_relevance.unmatched_notice). (When the
+recorded about it matches 'dog' (kira.grounding.yes_no). (When the
 query image clearly shows a stored document, the pipeline's Subject stage makes that document the
 pack's items, so a cat elsewhere in the knowledge base does not answer "is there a cat?" about a
 photo of coffee: kira.grounding.stages.)
@@ -152,6 +152,7 @@ class Relevance:
     near: for a "low" grade, (evidence number, label, v_L) of each label-only item with a label near the question.
     unmatched: for a question about a query image, its words (what it asks about) that nothing recorded of the
         image's evidence matches (r < 0.5, or nothing recorded at all); "" when they match or were not measured.
+    asked: the question's words that were measured (what it asks about, as `items` judged it); "" when nothing was.
     """
 
     relevant: bool
@@ -164,6 +165,7 @@ class Relevance:
     lexical: bool = False
     near: tuple[tuple[int, str, float], ...] = ()
     unmatched: str = ""
+    asked: str = ""
 
     @property
     def grade(self) -> str:
@@ -320,14 +322,16 @@ class RelevanceJudge:
         return out
 
     def judge(self, question: str, pack: EvidencePack, *, image_query: bool = False,
-              question_vector: np.ndarray | None = None, known: Mapping[str, np.ndarray] | None = None) -> Relevance:
+              question_vector: np.ndarray | None = None, known: Mapping[str, np.ndarray] | None = None,
+              by_name: bool = True) -> Relevance:
         """The `Relevance` of `pack`'s items to `question` (module docstring); `question_vector`, `known` as in
-        `standouts`."""
+        `standouts`. With `by_name` False, an item the question names is measured like any other (what a
+        question asks of the subject it names, its name left out: kira.grounding.yes_no)."""
         items = list(pack.items)[:MAX_ITEMS]
         if not items:
             return Relevance(relevant=False, score=0.0, support=0.0, best=None, basis="none")
         words = question_words(question)
-        named = next((i for i in items if i.named_by_question), None)
+        named = next((i for i in items if i.named_by_question), None) if by_name else None
         if named is not None or not words:
             # "what does P017 show?", an image-only query: about the subject it names or the query image
             best = named or items[0]
@@ -349,8 +353,9 @@ class RelevanceJudge:
         if not judged:  # nothing recorded says what any item shows
             if image_query:
                 return Relevance(relevant=True, score=None, support=0.0, best=items[0].number, basis="image",
-                                 unmatched=" ".join(words))
-            return Relevance(relevant=False, score=0.0, support=0.0, best=items[0].number, basis="none")
+                                 unmatched=" ".join(words), asked=" ".join(words))
+            return Relevance(relevant=False, score=0.0, support=0.0, best=items[0].number, basis="none",
+                             asked=" ".join(words))
         z = self.standouts(question, [texts[n] for n in judged], question_vector=question_vector, known=known,
                            appearance=appearance)
         q_stems = {stem(w) for w in words}
@@ -375,7 +380,7 @@ class RelevanceJudge:
             # a question about the query image ("what land cover does this tile show?") is answered from what
             # the image matches; its words measure nothing here, so the answer does not abstain and has no score
             return Relevance(relevant=True, score=None, support=source_support(views[0]) or 1.0,
-                             best=items[0].number, basis="image", unmatched=" ".join(words))
+                             best=items[0].number, basis="image", unmatched=" ".join(words), asked=" ".join(words))
         near: tuple[tuple[int, str, float], ...] = ()
         if score < 0.5 and not appearance:  # graded decision: a label near the question answers with low confidence
             near = tuple(sorted(((m, lb, v) for m, (lb, v, _) in labelled.items() if v >= self.near_label_z),
@@ -386,7 +391,7 @@ class RelevanceJudge:
                 k = judged.index(n) if n in judged else k
         return Relevance(relevant=score >= 0.5 or bool(near), score=score, support=source_support(views[n]) or 1.0,
                          best=items[n].number, standout=round(float(z[k]), 3), basis=basis, items=per_item,
-                         lexical=lexical[k], near=near)
+                         lexical=lexical[k], near=near, asked=" ".join(words))
 
 
 __all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NAMED_GAP_Z", "NEAR_LABEL_Z", "PROBES",

@@ -1,0 +1,157 @@
+"""What the answer to a yes/no question about one subject opens with.
+
+A person who asks "is this a dog?" with a photo, or "does IMG_1027 show a dog?", reads the answer
+for a yes or a no. The answer itself says what the evidence shows ("the image classifier labels
+it 'espresso'"); `yes_no_notice` gives the sentence that goes before it, from the relevance
+judge's verdict on what the question asks of its subject (kira.reasoning.relevance):
+
+* **The subject** is the stored document a query image clearly shows (a copy, crop or mirror) or the
+  documents the question names (`EvidencePack.subject`). A question about a query image that shows no
+  stored document is judged on the images found for it; only a missing match is said then, about those
+  images by name, since whether *they* show a dog is no yes about the query image. A text question with
+  no subject ("is there a cat?") asks about the knowledge base: a match is said, and when nothing matches
+  the answer abstains (kira.grounding.answer_relevance.abstention), which is its no.
+* **What is asked** is the question's words less the subject's name ("is there a dog in IMG_1004?" asks
+  'dog': kira.grounding.answer_relevance.asked_besides_subject), judged against the subject's items alone.
+* **Nothing recorded matches**: "Nothing recorded about IMG_1027 matches 'dog' (it has no caption: kira
+  knows it only by an image classifier's labels, which may not name what it shows)."
+* **An image classifier's labels match**: "Yes, by the image classifier's labels: what is recorded about
+  IMG_1004 matches 'cat'." It opens "Possibly" instead when the match's confidence (its relevance times the
+  label's probability) is under `LOW_CONFIDENCE`, the point below which cards show a low-confidence banner.
+* **What a person wrote (a caption, tags, metadata) or OCR read matches**: no opening sentence. kira does not
+  read negation: "no fracture" matches 'fracture' as closely as "a hairline fracture" does, so only the
+  person's words, which the answer quotes next, can say yes or no.
+* A label only near the question (kira.reasoning.relevance's graded decision: 'tripod' for "a man with a
+  camera"), a question with nothing left to ask once the subject's name is out ("is this IMG_1004?"), or one
+  that also asks what or which (kira.reasoning.question_form.asks_yes_no) gets no opening sentence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kira.grounding.answer_relevance import asked_besides_subject, judge
+from kira.query_state import QueryState, StageContext
+from kira.reasoning.field_answer import known_only_by_labels, labels_only_caveat, spoken_list
+from kira.reasoning.question_form import asks_yes_no
+from kira.reasoning.relevance import LOW_CONFIDENCE, Relevance, question_words
+from kira.reasoning.shown import asks_about_appearance, shown
+from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
+
+MAX_NAMED_DOCUMENTS = 3
+"""A notice names at most this many documents; more are counted ("the 5 documents found for ward 3")."""
+
+
+@dataclass(frozen=True)
+class YesNoNotice:
+    """The sentence that opens a yes/no answer, why it does, and what the trace records of it."""
+
+    text: str
+    step: str  # the reasoning step
+    trace: dict[str, Any]  # Result.trace["yes_no"]: asked, answer ("yes", "possibly", "nothing recorded"), documents
+
+
+def asked_phrase(question: str | None, asked: str) -> str:
+    """What the question asks, as it wrote it: the stretch of `question` from the first to the last of the
+    `asked` words ("is this a cup of coffee?" asks 'cup of coffee', not 'cup coffee'), when that stretch holds
+    no other content word (a subject's name); else the `asked` words as they are."""
+    wanted = asked.split()
+    if not question or not wanted:
+        return asked
+    spans = [m for m in re.finditer(r"[A-Za-z0-9]+", question) if m.group().lower() in set(wanted)]
+    if not spans:
+        return asked
+    stretch = question[spans[0].start(): spans[-1].end()]
+    return stretch if question_words(stretch) == wanted else asked
+
+
+def _about(items: list[EvidenceItem], subject: str) -> str:
+    docs = list(dict.fromkeys(i.doc_id for i in items))
+    if len(docs) <= MAX_NAMED_DOCUMENTS or not subject:
+        return spoken_list(docs)
+    return f"the {len(docs)} documents found for {subject}"
+
+
+def _nothing_matches(items: Any, asked: str, appearance_words: tuple[str, ...], subject: str = "") -> str:
+    items = list(items)
+    docs = list(dict.fromkeys(i.doc_id for i in items))
+    text = f"Nothing recorded about {_about(items, subject)} matches '{asked}'"
+    if asks_about_appearance(asked, appearance_words):  # "is it dark?": measured, not guessed
+        return text + "."
+    caveat = labels_only_caveat(items)
+    if not caveat and all(shown(i).empty for i in items):
+        caveat = f"nothing recorded says what {'it shows' if len(docs) == 1 else 'they show'}"
+    return f"{text} ({caveat})." if caveat else text + "."
+
+
+def _labels_match(items: list[EvidenceItem], verdict: Relevance, step_about: str, question: str | None
+                  ) -> YesNoNotice | None:
+    """"Yes, by the image classifier's labels: ..." when the items that match are all known only by labels."""
+    scores = dict(verdict.items)
+    matched = [i for i in items if scores.get(i.number, 0.0) >= 0.5]
+    if not matched or verdict.basis != "text" or not all(known_only_by_labels(i) for i in matched):
+        return None
+    confidence = max(scores[i.number] * shown(i).certainty for i in matched)
+    lead = "Yes" if confidence >= LOW_CONFIDENCE else "Possibly"
+    about, phrase = _about(matched, ""), asked_phrase(question, verdict.asked)
+    text = f"{lead}, by the image classifier's labels: what is recorded about {about} matches '{phrase}'."
+    step = (f"The question asks yes or no about {step_about}; the image classifier's labels of {about} match what "
+            f"it asks ('{phrase}', confidence {confidence:.2f}), so the answer opens with "
+            f"'{lead.lower()}'. A caption or other text a person wrote would be quoted instead of read as a yes: "
+            "kira does not read negation.")
+    return YesNoNotice(text, step, {"asked": phrase, "answer": lead.lower(),
+                                    "documents": list(dict.fromkeys(i.doc_id for i in matched)),
+                                    "confidence": round(confidence, 3)})
+
+
+def yes_no_notice(ctx: StageContext, state: QueryState, pack: EvidencePack, verdict: Relevance | None,
+                  appearance_words: tuple[str, ...] = ()) -> YesNoNotice | None:
+    """The opening of the answer to a yes/no question about one subject (module docstring); None for none.
+    `verdict` is the Generate stage's verdict on `pack` for the question."""
+    if verdict is None or not pack.items or not asks_yes_no(state.question):
+        return None
+    items = list(pack.items)
+    if state.image_query:
+        if verdict.unmatched:
+            phrase = asked_phrase(state.question, verdict.unmatched)
+            return YesNoNotice(
+                _nothing_matches(items, phrase, appearance_words, pack.subject),
+                "The question asks yes or no about the query image, and nothing recorded of the evidence found for "
+                "it matches what it asks, so the answer says so first.",
+                {"asked": phrase, "answer": "nothing recorded",
+                 "documents": list(dict.fromkeys(i.doc_id for i in items))})
+        if not pack.subject or verdict.score is None:  # no stored image it clearly shows: no yes about it
+            return None
+        return _labels_match(items, verdict, "the stored image the query image shows", state.question)
+    if not pack.subject:  # "is there a cat?" asks whether the knowledge base holds one (none: it abstains)
+        return None if verdict.score is None else _labels_match(items, verdict, "this knowledge base", state.question)
+    if not any(i.named_by_question for i in items):
+        return None
+    asked = asked_besides_subject(state, pack)
+    if not asked:
+        return None
+    mine = judge(ctx, state, pack, " ".join(asked), by_name=False)
+    if mine is None or mine.score is None:
+        return None
+    if mine.relevant:  # a match, or a label only near the question (graded decision): no no
+        return None if mine.near and mine.score < 0.5 else _labels_match(items, mine, _about(items, pack.subject),
+                                                                         state.question)
+    phrase = asked_phrase(state.question, mine.asked)
+    return YesNoNotice(
+        _nothing_matches(items, phrase, appearance_words, pack.subject),
+        f"The question asks yes or no about {_about(items, pack.subject)}, and nothing recorded of its evidence "
+        f"matches what it asks ('{phrase}'), so the answer says so first.",
+        {"asked": phrase, "answer": "nothing recorded", "documents": list(dict.fromkeys(i.doc_id for i in items))})
+
+
+def with_notice(answer: Answer, notice: YesNoNotice | None) -> Answer:
+    """`answer` with `notice` opening its text and its reasoning step added (unchanged for None)."""
+    if notice is None:
+        return answer
+    return dataclasses.replace(answer, text=f"{notice.text} {answer.text}", reasoning=(*answer.reasoning, notice.step))
+
+
+__all__ = ["MAX_NAMED_DOCUMENTS", "YesNoNotice", "asked_phrase", "with_notice", "yes_no_notice"]
