@@ -7,6 +7,8 @@
 * `abstention`: the answer when nothing in the evidence is relevant: it says so plainly and names
   the closest items (kira.reasoning.field_answer), has no claims, ``abstained=True``.
 * `asked_besides_subject`: the question's words less its subject's name (what it asks of the subject).
+* `subject_shows`: what the subject's items show, by which a question about the subject alone judges its
+  similar cases.
 * `on_topic`: after verification, a claim that cites only items the verdict found irrelevant does
   not answer the question and is marked a hallucination risk, however well its words are supported.
 """
@@ -22,10 +24,9 @@ from kira.grounding.pieces import built_with_this_text_encoder, stored_vectors
 from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
-from kira.reasoning.field_answer import abstention_text, labels_only_caveat, spoken_list
-from kira.reasoning.question_form import asks_yes_no
+from kira.reasoning.field_answer import abstention_text
 from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
-from kira.reasoning.shown import asks_about_appearance, shown
+from kira.reasoning.shown import shown
 from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
@@ -54,9 +55,9 @@ def label_vocabulary(models: ModelStack) -> tuple[str, ...]:
 
 
 def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: str | None = None, *,
-          by_name: bool = True) -> Relevance | None:
+          by_name: bool = True, vocabulary: bool = True) -> Relevance | None:
     """The verdict on `pack` for the state's question (or `question`); None when the stack has no text encoder.
-    `by_name` as in `RelevanceJudge.judge`."""
+    `by_name` as in `RelevanceJudge.judge`; `vocabulary` False judges without the classifier-vocabulary test."""
     encoder = getattr(ctx.models, "text", None)
     if encoder is None or not callable(getattr(encoder, "encode", None)):
         return None
@@ -67,9 +68,22 @@ def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: st
         extra["question_vector"] = vector  # the question as the query encoding embedded it
     if pack.items and built_with_this_text_encoder(ctx.kb, ctx.models):
         extra["known"] = stored_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
-    judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models))
+    judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models) if vocabulary else ())
     return judge_.judge(state.question if question is None else question, pack, image_query=state.image_query,
                         by_name=by_name, **extra)
+
+
+def subject_shows(pack: EvidencePack) -> str:
+    """What the subject's items show (kira.reasoning.shown), each distinct text once, joined by ". "; "" when
+    nothing recorded says (or the pack names no subject)."""
+    if not pack.subject:
+        return ""
+    texts = dict.fromkeys(t for t in (shown(i).content_text() for i in pack.items) if t)
+    return ". ".join(list(texts)[:MAX_SUBJECT_TEXTS])
+
+
+MAX_SUBJECT_TEXTS = 3
+"""At most this many of a subject's distinct texts say what it shows when its similar cases are judged."""
 
 
 def asked_besides_subject(state: QueryState, pack: EvidencePack) -> list[str]:
@@ -84,12 +98,17 @@ def on_topic_similar(ctx: StageContext, state: QueryState, pack: EvidencePack) -
     """`pack` with only the similar cases that match the question less its subject's name ("what colour is the
     coffee cup?" naming the document 'coffee' asks other subjects about a cup; a photo whose caption says
     "colour" is no similar case; nor is one that nothing recorded says anything of), and the doc ids of those
-    left out. With a query image the similar cases are what the image looks like, and a question with nothing
-    left to judge by ("what does IMG_1001 show?") keeps them all."""
+    left out. A question with nothing left to judge by ("what does IMG_1001 show?") asks about its subject
+    alone: its similar cases are those that show what the subject shows (`subject_shows`; a photo labelled
+    'Egyptian cat' is no similar case to one labelled 'espresso'), judged without the classifier-vocabulary
+    test (another cat's 'tabby cat' is like 'Egyptian cat', though the classifier had that name too); all stay
+    when nothing recorded says what the subject shows. With a query image the similar cases are what the image
+    looks like, and stay."""
     if not pack.similar or state.image_query:
         return pack, []
     rest = asked_besides_subject(state, pack)
-    verdict = judge(ctx, state, pack.similar_pack(), " ".join(rest)) if rest else None
+    about = " ".join(rest) or subject_shows(pack)
+    verdict = judge(ctx, state, pack.similar_pack(), about, vocabulary=bool(rest)) if about else None
     if verdict is None or verdict.score is None:
         return pack, []
     judged = dict(verdict.items)
