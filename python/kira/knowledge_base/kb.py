@@ -23,8 +23,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Iterable, Mapping, Sequence
 
-import numpy as np
-
 from kira.config import KiraConfig
 from kira.images import ImageLike
 from kira.knowledge_base.adaptation import AdapterAndBridge
@@ -361,10 +359,6 @@ class KnowledgeBase(KnowledgeBaseReads):
         return f"KnowledgeBase({self.storage.where!r}, backend={self.backend!r}, read_only={self.read_only})"
 
     # ---- adapter, bridge (kira.knowledge_base.adaptation) ---------------------------------
-    @property
-    def adapter(self) -> Any:
-        return getattr(self.storage, "adapter", None)
-
     def set_adapter(self, adapter: Any) -> None:
         self.adaptation_part.set_adapter(adapter)
 
@@ -377,12 +371,6 @@ class KnowledgeBase(KnowledgeBaseReads):
 
     def classify(self, doc_ids: Any) -> list[str]:
         return self.adaptation_part.classify(doc_ids)
-
-    def visual_query(self, vectors: np.ndarray) -> np.ndarray:
-        """Raw image-space query vectors -> the visual index's space (through the adapter, if set)."""
-        raw = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
-        adapter = self.adapter
-        return np.ascontiguousarray(adapter.apply(raw), dtype=np.float32) if adapter is not None and len(raw) else raw
 
     def bridge(self) -> Any:
         return self.views.cached("bridge", self.adaptation_part.fit_bridge)

@@ -145,5 +145,16 @@ class KnowledgeBaseReads:
         """The stored <= 160 px preview of a document's image (uint8 RGB), or None."""
         return decode_thumbnail(self.storage.rows.thumbnail(doc_id))
 
+    @property
+    def adapter(self) -> Any:
+        """The domain adapter the visual index is projected through (kira.knowledge_base.adaptation), or None."""
+        return getattr(self.storage, "adapter", None)
+
+    def visual_query(self, vectors: np.ndarray) -> np.ndarray:
+        """Raw image-space query vectors -> the visual index's space (through the adapter, if set)."""
+        raw = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
+        adapter = self.adapter
+        return np.ascontiguousarray(adapter.apply(raw), dtype=np.float32) if adapter is not None and len(raw) else raw
+
 
 __all__ = ["KnowledgeBaseReads"]

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from typing import Mapping, Sequence
 
 import numpy as np
