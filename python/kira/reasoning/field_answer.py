@@ -64,10 +64,12 @@ def fact_phrases(view: Shown, *, appearance: bool) -> list[str]:
 CLOSEST = "The closest match, {doc},"
 QUERY_SHOWS = "The query image shows {doc}, which"
 ANOTHER = "Another image, {doc},"
+ANOTHER_MATCH = "Another match, {doc},"
 NAMED = "{doc}"
 """`item_sentence` leads: the closest item; the document a query image clearly shows (a copy, crop or mirror of
-it); a similar case, another subject's image; a document the question names ("what does IMG_1005 show?": it is
-no "closest match", it is what was asked about)."""
+it); a similar case, another subject's image; after the closest, another image that clearly matches the question
+too; a document the question names ("what does IMG_1005 show?": it is no "closest match", it is what was asked
+about)."""
 
 
 def item_sentence(item: EvidenceItem, *, appearance: bool, lead: str = CLOSEST) -> str:
@@ -145,5 +147,5 @@ def known_only_by_labels(item: EvidenceItem) -> bool:
     return bool(view.labels) and not (view.human_text or view.tags or view.text_read or view.metadata)
 
 
-__all__ = ["ANOTHER", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases",
+__all__ = ["ANOTHER", "ANOTHER_MATCH", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases",
            "item_sentence", "known_only_by_labels", "label_phrase", "labels_only_caveat", "spoken_list"]

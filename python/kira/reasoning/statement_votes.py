@@ -4,6 +4,8 @@
 * `vote_weights`: each item's vote, its retrieval score times how far it matches the question.
 * `clear_match_first`: a statement a clear match states leads one that only near-misses state.
 * `restates`: whether a candidate only repeats a chosen claim.
+* `answers_apart`: whether a candidate is another subject's answer to the question, not a rival reading;
+  `items_apart`, the same for images known only by their fields.
 * `join_heads`: a chosen claim and its chosen head read as the one sentence they were split from.
 
 kira.reasoning.template_generator builds the candidates and chooses among them.
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kira.reasoning.citations import format_citation
-from kira.reasoning.sentences import stems_of, without_values
+from kira.reasoning.sentences import stems_of, without_values, witness
 from kira.reasoning.types import EvidenceItem
 
 
@@ -25,6 +27,46 @@ def restates(cand: Statement, chosen: list[Statement]) -> bool:
     words = stems_of(cand.text)
     plain = stems_of(without_values(cand.text)) or words
     return any(plain <= stems_of(c.text) or stems_of(c.text) <= words for c in chosen)
+
+
+def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int, float],
+                  asked: frozenset[str]) -> bool:
+    """Whether `cand` is another subject's answer to the question, said beside the chosen claims rather than
+    outvoted by them: an item that clearly matches the question (`EvidencePack.matches` >= CLEAR_MATCH) states
+    it, it holds (in itself or its head) some of the question's content stems (`asked`) and every one the first
+    claim holds, and no witness of a chosen claim states it (a document, or a whole compound document:
+    kira.reasoning.sentences.witness). "Find schematics of filter circuits." is answered by the low-pass and
+    the high-pass filters found; a normal film found for "chest films showing cardiomegaly" holds the domain's
+    words ('chest') but not 'cardiomegaly', and an amplifier's "negative feedback" is no answer to "an
+    oscillator with positive feedback" that a phase-shift oscillator answers."""
+    from kira.reasoning.relevance import CLEAR_MATCH
+
+    held = asked & cand.context
+    if not held or not asked & chosen[0].context <= held:
+        return False
+    if not any(matches.get(i.number, 0.0) >= CLEAR_MATCH for i in cand.sources):
+        return False
+    taken = {witness(i) for c in chosen for i in c.sources}
+    return not taken & {witness(i) for i in cand.sources}
+
+
+def items_apart(pool: tuple[EvidenceItem, ...], matches: Mapping[int, float], room: int) -> list[EvidenceItem]:
+    """For an answer from what images' fields record (nobody's words, kira.reasoning.field_answer): after the
+    first item, the first item of each other subject (witness) that clearly matches the question and has no
+    caption either, at most `room`; none when the first does not clearly match itself."""
+    from kira.reasoning.relevance import CLEAR_MATCH
+    from kira.reasoning.shown import shown
+
+    if not pool or matches.get(pool[0].number, 0.0) < CLEAR_MATCH:
+        return []
+    taken, out = {witness(pool[0])}, []
+    for item in pool[1:]:
+        if len(out) >= room:
+            break
+        if witness(item) not in taken and matches.get(item.number, 0.0) >= CLEAR_MATCH and not shown(item).human_text:
+            taken.add(witness(item))
+            out.append(item)
+    return out
 
 
 def vote_weights(items: tuple[EvidenceItem, ...], matches: Mapping[int, float]) -> dict[int, float]:

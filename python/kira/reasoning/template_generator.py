@@ -26,9 +26,12 @@ applies. The generator answers with the *content the top evidence agrees on*:
    others follow while their score is >= `min_support_ratio` of the best (at most
    `max_claims`) if a document that states
    the first states them too (they complement it, not a rival reading) or, for a
-   comparison, another document of the same compound document does; and they do not
-   restate a chosen claim. Every claim cites the items that state it (best first). A claim
-   split from a head ("a breakfast table: two cups and a teapot") is joined to it again
+   comparison, another document of the same compound document does, or, for evidence about
+   a kind of thing (no subject: each witness is its own subject), an item of another witness
+   that clearly matches the question states them and they hold the question's words the first
+   holds, and more than none (another answer, said after the others, at most `max_claims` - 1:
+   `kira.reasoning.statement_votes.answers_apart`); and they do not restate a chosen claim.
+   Every claim cites the items that state it (best first). A claim split from a head ("a breakfast table: two cups and a teapot") is joined to it again
    when both are chosen, head first (`kira.reasoning.statement_votes.join_heads`).
 5. When the question asks what several views show together (kira.reasoning.view_agreement),
    the claim says the views agree only when each view states it.
@@ -50,12 +53,12 @@ from typing import Any, Mapping
 
 from kira.profile import DomainProfile
 from kira.reasoning.citations import format_citation
-from kira.reasoning.field_answer import ANOTHER, CLOSEST, NAMED, QUERY_SHOWS, item_sentence
+from kira.reasoning.field_answer import ANOTHER, ANOTHER_MATCH, CLOSEST, NAMED, QUERY_SHOWS, item_sentence
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.sequence_answer import (MemberAnswer, SequenceInEvidence, claims_in_order, sequence_in_evidence,
                                             trace_line)
-from kira.reasoning.statement_votes import (Statement, clear_match_first, join_heads, numbers_of, restates,
-                                            vote_weights)
+from kira.reasoning.statement_votes import (Statement, answers_apart, clear_match_first, items_apart, join_heads,
+                                            numbers_of, restates, vote_weights)
 from kira.reasoning.statement_wording import agree_on_positions, agreed_wording
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
                                       vocabulary, witness)
@@ -85,7 +88,8 @@ class TemplateGenerator:
     ----------
     profile: the user's `kira.DomainProfile` (bookkeeping, heads, comparison, change and
         position words); the empty profile when None.
-    max_claims: at most this many sentences in the answer.
+    max_claims: at most this many sentences of the consensus, and, for evidence about many subjects, at most
+        this many less one of other subjects' answers.
     min_support_ratio: a further sentence is added only while its score is at least this
         share of the best sentence's.
     max_citations: at most this many evidence numbers per claim (its best-scored sources).
@@ -228,7 +232,9 @@ class TemplateGenerator:
                         named.setdefault(item.doc_id, item)
                 return self._from_fields(question, list(named.values())[: self.max_citations], trace, NAMED)
             lead = ANOTHER if pack.of_similar_cases else QUERY_SHOWS if first.shown_by_query_image else CLOSEST
-            return self._from_fields(question, [first], trace, lead)
+            apart = bool(pack.matches) and not pack.subject and not pack.of_similar_cases
+            others = items_apart(pool, pack.matches, self.max_claims - 1) if apart else []
+            return self._from_fields(question, [first, *others], trace, lead, then=ANOTHER_MATCH)
         candidates, metadata = self._candidates(question, pool, pack.matches)
         if metadata:
             trace.append("Set aside as bookkeeping: " + "; ".join(metadata[:6]) + ".")
@@ -252,23 +258,38 @@ class TemplateGenerator:
         top = candidates[0]
         chosen = [top]
         comparison = is_comparison(question, self.vocab)
+        # evidence about a kind of thing is many subjects: another one that answers the question is said apart
+        apart = bool(pack.matches) and not pack.subject and not comparison and not asks_agreement(question)
+        others: list[Statement] = []
         top_docs = {i.doc_id for i in top.sources}
+        room_apart = self.max_claims - 1 if apart else 0  # other subjects said besides the consensus's claims
+        asked = frozenset(stem(t) for t in content_tokens(question)) - self.vocab.question_stems
         for cand in candidates[1:]:
-            if len(chosen) >= self.max_claims or cand.history or cand.score < self.min_support_ratio * top.score:
+            full = len(chosen) >= self.max_claims
+            if (full and len(others) >= room_apart) or cand.history or cand.score < self.min_support_ratio * top.score:
                 break
-            if restates(cand, chosen):  # "low-pass filter" then "low-pass filter, R1 = 4.7k": one claim twice
+            if restates(cand, chosen + others):  # "low-pass filter" then "low-pass filter, R1 = 4.7k": one claim twice
                 continue
-            if comparison and {witness(i) for i in top.sources} & {witness(i) for i in cand.sources}:
-                chosen.append(cand)  # a comparison: another state of the same compound document complements it
-            elif top_docs & {i.doc_id for i in cand.sources}:  # complements the top claim, not a rival of it
-                chosen.append(cand)
+            # a comparison: another state of the same compound document complements it; else one of its documents'
+            if ((comparison and {witness(i) for i in top.sources} & {witness(i) for i in cand.sources})
+                    or top_docs & {i.doc_id for i in cand.sources}):  # complements the top claim, not a rival of it
+                chosen += [] if full else [cand]
+            elif len(others) < room_apart and answers_apart(cand, chosen + others, pack.matches, asked):
+                others.append(cand)
         agree_on_positions(chosen, pool, trace, pack.matches, self.vocab)
+        for other in others:  # where another subject's finding sits is its own witnesses' to say
+            agree_on_positions([other], pool, trace, pack.matches, self.vocab)
+        if others:
+            trace.append("Another subject answers the question too, said apart, not outvoted: "
+                         + "; ".join(f"'{c.text}' from {format_citation(numbers_of(c.sources))}" for c in others) + ".")
         chosen = join_heads(chosen, trace)
         top = chosen[0]
         agreeing = sorted({i.number for c in chosen for i in c.sources})
         if len(agreeing) > 1:
             trace.append(f"Agreement: {format_citation(agreeing)} state the chosen content.")
-        silent = [i for i in pool if i.number not in agreeing]
+        chosen += others
+        stated = {source.number for c in chosen for source in c.sources}
+        silent = [i for i in pool if i.number not in stated]
         if silent:
             trace.append(
                 f"Conflict or silence: {format_citation(numbers_of(silent))} state(s) none of it"
@@ -338,9 +359,11 @@ class TemplateGenerator:
         return Answer(text=" ".join(c.text for c in claims), reasoning=tuple(trace), claims=tuple(claims),
                       generator=self.name)
 
-    def _from_fields(self, question: str, items: list[EvidenceItem], trace: list[str], lead: str) -> Answer:
+    def _from_fields(self, question: str, items: list[EvidenceItem], trace: list[str], lead: str, *,
+                     then: str | None = None) -> Answer:
         """One claim per item from its fields (kira.reasoning.field_answer), each opening with `lead`
-        (`item_sentence`): the closest item, or each document the question names."""
+        (`item_sentence`): the closest item, or each document the question names; with `then`, the items after
+        the first open with it ("Another match, IMG_1010, ...")."""
         appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
         best = items[0]
         trace.append(
@@ -352,12 +375,16 @@ class TemplateGenerator:
         if all(shown(i).empty for i in items) and not (appearance and any(shown(i).looks for i in items)):
             trace.append("Nothing recorded says what it shows.")
 
-        def sentence(item: EvidenceItem) -> str:  # a document id opening it keeps its case ("img_1005 has ...")
+        def sentence(item: EvidenceItem, lead: str) -> str:  # a document id opening it keeps its case ("img_1005 ...")
             text = item_sentence(item, appearance=appearance, lead=lead)
             citation = format_citation((item.number,))
             return f"{text} {citation}." if lead.startswith("{doc}") else _sentence(text, citation)
 
-        claims = tuple(Claim(text=sentence(i), citations=(i.number,)) for i in items)
+        claims = tuple(Claim(text=sentence(i, lead if n == 0 or then is None else then), citations=(i.number,))
+                       for n, i in enumerate(items))
+        if then is not None and len(items) > 1:
+            trace.append(f"{format_citation(numbers_of(items[1:]))} clearly match(es) the question too: other images, "
+                         "each said apart.")
         trace.append(f"Answer written as {len(claims)} claim(s), each citing the item it describes.")
         return Answer(text=" ".join(c.text for c in claims), reasoning=tuple(trace), claims=claims,
                       generator=self.name)
