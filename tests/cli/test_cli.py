@@ -54,8 +54,8 @@ def test_ask_text_image_and_cards(built):
     out = _kira("ask", kb, "the blue sea").stdout
     assert "[Evidence 1]" in out and "sea" in out
     assert "sunset" not in out, out  # another subject, not blue: no similar case of "the blue sea"
-    out = _kira("ask", kb, "is the sea orange?").stdout
-    assert out.startswith("The blue sea [Evidence 1]."), out
+    out = _kira("ask", kb, "is the sea orange?").stdout  # a yes/no question about the subject 'sea': no 'orange'
+    assert out.startswith("Nothing recorded about sea matches 'orange'. The blue sea [Evidence 1]."), out
     assert "[Evidence 2] sunset (document; a similar case, another subject)" in out, out  # cited above, so listed
     # each item says whether it matches the question; a retrieval score only where nothing was judged
     out = _kira("ask", kb, "the ocean", "--variant", "dual_path").stdout

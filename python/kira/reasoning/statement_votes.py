@@ -35,10 +35,9 @@ def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int
     outvoted by them: an item that clearly matches the question (`EvidencePack.matches` >= CLEAR_MATCH) states
     it, it holds (in itself or its head) some of the question's content stems (`asked`) and every one the first
     claim holds, and no witness of a chosen claim states it (a document, or a whole compound document:
-    kira.reasoning.sentences.witness). "Find schematics of filter circuits." is answered by the low-pass and
-    the high-pass filters found; a normal film found for "chest films showing cardiomegaly" holds the domain's
-    words ('chest') but not 'cardiomegaly', and an amplifier's "negative feedback" is no answer to "an
-    oscillator with positive feedback" that a phase-shift oscillator answers."""
+    kira.reasoning.sentences.witness). "which photos show a cup?" is answered by the cup of coffee and by the cup
+    of tea on a desk found; a statement that holds only the question's other words ('a cat on a rug' where
+    'a cup on a rug' answers "a cup on a rug?") is no answer of its own."""
     from kira.reasoning.relevance import CLEAR_MATCH
 
     held = asked & cand.context
@@ -59,7 +58,7 @@ def items_apart(pool: tuple[EvidenceItem, ...], matches: Mapping[int, float], ro
 
     if not pool or matches.get(pool[0].number, 0.0) < CLEAR_MATCH:
         return []
-    taken, out = {witness(pool[0])}, []
+    taken, out = {witness(pool[0])}, list[EvidenceItem]()
     for item in pool[1:]:
         if len(out) >= room:
             break

@@ -233,8 +233,8 @@ class TemplateGenerator:
                 return self._from_fields(question, list(named.values())[: self.max_citations], trace, NAMED)
             lead = ANOTHER if pack.of_similar_cases else QUERY_SHOWS if first.shown_by_query_image else CLOSEST
             apart = bool(pack.matches) and not pack.subject and not pack.of_similar_cases
-            others = items_apart(pool, pack.matches, self.max_claims - 1) if apart else []
-            return self._from_fields(question, [first, *others], trace, lead, then=ANOTHER_MATCH)
+            more = items_apart(pool, pack.matches, self.max_claims - 1) if apart else []
+            return self._from_fields(question, [first, *more], trace, lead, then=ANOTHER_MATCH)
         candidates, metadata = self._candidates(question, pool, pack.matches)
         if metadata:
             trace.append("Set aside as bookkeeping: " + "; ".join(metadata[:6]) + ".")
