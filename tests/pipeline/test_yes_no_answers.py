@@ -137,7 +137,7 @@ def test_a_match_in_what_a_person_wrote_is_quoted_not_read_as_yes(captioned):
 
 
 def test_what_was_asked_is_quoted_as_the_question_wrote_it():
-    from kira.grounding.yes_no import asked_phrase
+    from kira.reasoning.question_form import asked_phrase
 
     assert asked_phrase("is this a cup of coffee?", "cup coffee") == "cup of coffee"
     assert asked_phrase("Does IMG_1015 show a woman in uniform?", "woman uniform") == "woman in uniform"
@@ -145,3 +145,11 @@ def test_what_was_asked_is_quoted_as_the_question_wrote_it():
     # a stretch that would take in the subject's name is not quoted: the words are
     assert asked_phrase("does a dog sit in IMG_1004 on a sofa?", "dog sit sofa") == "dog sit sofa"
     assert asked_phrase(None, "dog") == "dog" and asked_phrase("is it?", "") == ""
+
+
+def test_a_yes_no_question_nothing_answers_quotes_what_it_asks(uncaptioned):
+    asked = uncaptioned.ask("is there a bicycle?", top_k=5)
+    assert asked.answer.abstained
+    assert asked.answer.text.startswith("Nothing in this knowledge base matches 'bicycle';"), asked.answer.text
+    plain = uncaptioned.ask("a bicycle", top_k=5)  # a phrase is quoted as it was written
+    assert plain.answer.abstained and plain.answer.text.startswith("Nothing in this knowledge base matches 'a bicycle';")

@@ -25,6 +25,7 @@ from kira.models.protocols import TextEncoder
 from kira.models.stack import ModelStack
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import abstention_text
+from kira.reasoning.question_form import asked_phrase, asks_yes_no
 from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
 from kira.reasoning.shown import shown
 from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
@@ -188,7 +189,10 @@ def abstention(state: QueryState, pack: EvidencePack, verdict: Relevance) -> Ans
     """The answer that says nothing in the knowledge base matches, naming the closest items."""
     closeness = dict(verdict.items)  # the closest in meaning first, then in retrieval order
     ordered = sorted(pack.items, key=lambda i: (-closeness.get(i.number, -1.0), i.number))
-    text = abstention_text(state.question, ordered, image_query=state.image_query)
+    asked = state.question  # a yes/no question quotes what it asks: "matches 'bicycle'", not 'is there a bicycle?'
+    if asks_yes_no(state.question) and verdict.asked:
+        asked = asked_phrase(state.question, verdict.asked)
+    text = abstention_text(asked, ordered, image_query=state.image_query)
     reasoning = (f"Question: {state.question}" if state.question else "Question: (image query, no text)",
                  f"Considered {len(pack.items)} evidence item(s): "
                  + "; ".join(f"[Evidence {i.number}] {i.doc_id}" for i in pack.items) + ".",

@@ -29,15 +29,14 @@ judge's verdict on what the question asks of its subject (kira.reasoning.relevan
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from kira.grounding.answer_relevance import asked_besides_subject, judge
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import known_only_by_labels, labels_only_caveat, spoken_list
-from kira.reasoning.question_form import asks_yes_no
-from kira.reasoning.relevance import LOW_CONFIDENCE, Relevance, question_words
+from kira.reasoning.question_form import asked_phrase, asks_yes_no
+from kira.reasoning.relevance import LOW_CONFIDENCE, Relevance
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 
@@ -52,20 +51,6 @@ class YesNoNotice:
     text: str
     step: str  # the reasoning step
     trace: dict[str, Any]  # Result.trace["yes_no"]: asked, answer ("yes", "possibly", "nothing recorded"), documents
-
-
-def asked_phrase(question: str | None, asked: str) -> str:
-    """What the question asks, as it wrote it: the stretch of `question` from the first to the last of the
-    `asked` words ("is this a cup of coffee?" asks 'cup of coffee', not 'cup coffee'), when that stretch holds
-    no other content word (a subject's name); else the `asked` words as they are."""
-    wanted = asked.split()
-    if not question or not wanted:
-        return asked
-    spans = [m for m in re.finditer(r"[A-Za-z0-9]+", question) if m.group().lower() in set(wanted)]
-    if not spans:
-        return asked
-    stretch = question[spans[0].start(): spans[-1].end()]
-    return stretch if question_words(stretch) == wanted else asked
 
 
 def _about(items: list[EvidenceItem], subject: str) -> str:
@@ -154,4 +139,4 @@ def with_notice(answer: Answer, notice: YesNoNotice | None) -> Answer:
     return dataclasses.replace(answer, text=f"{notice.text} {answer.text}", reasoning=(*answer.reasoning, notice.step))
 
 
-__all__ = ["MAX_NAMED_DOCUMENTS", "YesNoNotice", "asked_phrase", "with_notice", "yes_no_notice"]
+__all__ = ["MAX_NAMED_DOCUMENTS", "YesNoNotice", "with_notice", "yes_no_notice"]
