@@ -153,3 +153,21 @@ def test_a_yes_no_question_nothing_answers_quotes_what_it_asks(uncaptioned):
     assert asked.answer.text.startswith("Nothing in this knowledge base matches 'bicycle';"), asked.answer.text
     plain = uncaptioned.ask("a bicycle", top_k=5)  # a phrase is quoted as it was written
     assert plain.answer.abstained and plain.answer.text.startswith("Nothing in this knowledge base matches 'a bicycle';")
+
+
+def test_a_yes_names_only_the_images_it_surely_rests_on():
+    from kira.grounding.yes_no import _labels_match
+    from kira.reasoning.relevance import Relevance
+    from kira.reasoning.types import EvidenceItem
+
+    def labelled(n: int, doc: str, label: str, p: float) -> EvidenceItem:
+        return EvidenceItem(n, n, doc, "document", 1.0, ("text",), "",
+                            {"described_by": "captioner", "labels": [{"label": label, "p": p}]})
+
+    items = [labelled(1, "IMG_1", "espresso", 0.99), labelled(2, "IMG_2", "espresso maker", 0.38)]
+    verdict = Relevance(relevant=True, score=0.98, items=((1, 0.98), (2, 0.97)), basis="text", asked="espresso")
+    notice = _labels_match(items, verdict, "this knowledge base", "is there an espresso?")
+    assert notice is not None and notice.text == ("Yes, by the image classifier's labels: what is recorded about "
+                                                  "IMG_1 matches 'espresso'."), notice
+    unsure = _labels_match(items[1:], verdict, "this knowledge base", "is there an espresso?")
+    assert unsure is not None and unsure.text.startswith("Possibly, ") and "IMG_2" in unsure.text

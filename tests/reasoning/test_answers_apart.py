@@ -74,14 +74,20 @@ def test_a_statement_sharing_another_word_of_the_question_than_the_first_is_no_a
                                                "Wien bridge oscillator [Evidence 3]."], answer.text
 
 
-def test_views_of_one_compound_document_are_one_subject_not_two_answers():
-    items = [_captioned(1, "P1-pa", 1.0, "Right lower lobe consolidation."),
+def _views(second_of: str) -> EvidencePack:
+    items = [_captioned(1, "P1-pa", 1.0, "Right lower lobe opacity."),
              _captioned(2, "P1-lat", 0.9, "Patchy opacity behind the heart.")]
     items = [EvidenceItem(i.number, i.chunk_id, i.doc_id, i.level, i.score, i.paths, i.summary,
-                          {**i.provenance, "compound": "multiview:P1"}) for i in items]
-    pack = EvidencePack("find consolidation or opacity", tuple(items), matches={1: 0.99, 2: 0.99})
-    claims = TemplateGenerator().generate("find consolidation or opacity", pack).claims
-    assert [c.text for c in claims] == ["Right lower lobe consolidation [Evidence 1]."], claims
+                          {**i.provenance, "compound": c}) for i, c in zip(items, ("multiview:P1", second_of))]
+    return EvidencePack("find opacity", tuple(items), matches={1: 0.99, 2: 0.99})
+
+
+def test_views_of_one_compound_document_are_one_subject_not_two_answers():
+    same = TemplateGenerator().generate("find opacity", _views("multiview:P1")).claims  # P1's lateral view is P1
+    assert [c.text for c in same] == ["Right lower lobe opacity [Evidence 1]."], same
+    other = TemplateGenerator().generate("find opacity", _views("multiview:P2")).claims  # another subject answers
+    assert [c.text for c in other] == ["Right lower lobe opacity [Evidence 1].",
+                                       "Patchy opacity behind the heart [Evidence 2]."], other
 
 
 def test_photos_known_only_by_labels_that_clearly_match_are_each_named():
@@ -92,6 +98,8 @@ def test_photos_known_only_by_labels_that_clearly_match_are_each_named():
     assert answer.text == ("The closest match, IMG_1001, has no caption; the image classifier labels it 'Egyptian cat' "
                            "(p 0.75) [Evidence 1]. Another match, IMG_1005, has no caption; the image classifier "
                            "labels it 'tabby cat' (p 0.60) [Evidence 2].")
+    unsure = (*items[:1], _labelled(2, "IMG_1012", "tiger cat", 0.38), items[2])  # a clear match, an unsure label
+    assert len(TemplateGenerator().generate("a cat", EvidencePack("a cat", unsure, matches={1: 0.99, 2: 0.95})).claims) == 1
     weak = EvidencePack("a cat", items, matches={1: 0.6, 2: 0.95, 3: 0.02})  # the first only just matches
     assert len(TemplateGenerator().generate("a cat", weak).claims) == 1
     assert len(TemplateGenerator().generate("a cat", EvidencePack("a cat", items, matches={1: 0.99, 2: 0.95},

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import weakref
-from typing import Any
+from typing import Any, Sequence
 
 from kira.grounding.pieces import built_with_this_text_encoder, stored_vectors
 from kira.models.protocols import TextEncoder
@@ -27,7 +27,7 @@ from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import abstention_text
 from kira.reasoning.question_form import asked_phrase, asks_yes_no
 from kira.reasoning.relevance import MAX_ITEMS, Relevance, RelevanceJudge, question_words
-from kira.reasoning.shown import shown
+from kira.reasoning.shown import shown, shows_text
 from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,10 @@ def label_vocabulary(models: ModelStack) -> tuple[str, ...]:
 
 
 def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: str | None = None, *,
-          by_name: bool = True, vocabulary: bool = True) -> Relevance | None:
+          by_name: bool = True, vocabulary: bool = True, asked_of: Sequence[EvidenceItem] = ()) -> Relevance | None:
     """The verdict on `pack` for the state's question (or `question`); None when the stack has no text encoder.
-    `by_name` as in `RelevanceJudge.judge`; `vocabulary` False judges without the classifier-vocabulary test."""
+    `by_name` as in `RelevanceJudge.judge`; `vocabulary` False judges without the classifier-vocabulary test;
+    `asked_of`: items whose stored text vectors are read with the pack's, for a `question` made of what they show."""
     encoder = getattr(ctx.models, "text", None)
     if encoder is None or not callable(getattr(encoder, "encode", None)):
         return None
@@ -68,23 +69,23 @@ def judge(ctx: StageContext, state: QueryState, pack: EvidencePack, question: st
     if vector is not None:
         extra["question_vector"] = vector  # the question as the query encoding embedded it
     if pack.items and built_with_this_text_encoder(ctx.kb, ctx.models):
-        extra["known"] = stored_vectors(ctx.kb, pack.items, getattr(encoder, "dim", 0))
+        extra["known"] = stored_vectors(ctx.kb, [*pack.items, *asked_of], getattr(encoder, "dim", 0))
     judge_ = relevance_judge(encoder, words, label_vocabulary(ctx.models) if vocabulary else ())
     return judge_.judge(state.question if question is None else question, pack, image_query=state.image_query,
                         by_name=by_name, **extra)
 
 
-def subject_shows(pack: EvidencePack) -> str:
-    """What the subject's items show (kira.reasoning.shown), each distinct text once, joined by ". "; "" when
-    nothing recorded says (or the pack names no subject)."""
-    if not pack.subject:
-        return ""
-    texts = dict.fromkeys(t for t in (shown(i).content_text() for i in pack.items) if t)
-    return ". ".join(list(texts)[:MAX_SUBJECT_TEXTS])
-
-
 MAX_SUBJECT_TEXTS = 3
 """At most this many of a subject's distinct texts say what it shows when its similar cases are judged."""
+
+
+def subject_shows(pack: EvidencePack) -> str:
+    """What the subject's items show (kira.reasoning.shown.shows_text), each distinct text once, joined by ". ";
+    "" when nothing recorded says (or the pack names no subject). One text is a stored piece: nothing is encoded."""
+    if not pack.subject:
+        return ""
+    texts = dict.fromkeys(t for t in (shows_text(i) for i in pack.items) if t)
+    return ". ".join(list(texts)[:MAX_SUBJECT_TEXTS])
 
 
 def asked_besides_subject(state: QueryState, pack: EvidencePack) -> list[str]:
@@ -109,7 +110,8 @@ def on_topic_similar(ctx: StageContext, state: QueryState, pack: EvidencePack) -
         return pack, []
     rest = asked_besides_subject(state, pack)
     about = " ".join(rest) or subject_shows(pack)
-    verdict = judge(ctx, state, pack.similar_pack(), about, vocabulary=bool(rest)) if about else None
+    verdict = (judge(ctx, state, pack.similar_pack(), about, vocabulary=bool(rest), asked_of=() if rest else pack.items)
+               if about else None)
     if verdict is None or verdict.score is None:
         return pack, []
     judged = dict(verdict.items)

@@ -17,7 +17,8 @@ judge's verdict on what the question asks of its subject (kira.reasoning.relevan
   knows it only by an image classifier's labels, which may not name what it shows)."
 * **An image classifier's labels match**: "Yes, by the image classifier's labels: what is recorded about
   IMG_1004 matches 'cat'." It opens "Possibly" instead when the match's confidence (its relevance times the
-  label's probability) is under `LOW_CONFIDENCE`, the point below which cards show a low-confidence banner.
+  label's probability) is under `LOW_CONFIDENCE`, the point below which cards show a low-confidence banner; a
+  yes names only the images whose match reaches it.
 * **What a person wrote (a caption, tags, metadata) or OCR read matches**: no opening sentence. kira does not
   read negation: "no fracture" matches 'fracture' as closely as "a hairline fracture" does, so only the
   person's words, which the answer quotes next, can say yes or no.
@@ -53,23 +54,29 @@ class YesNoNotice:
     trace: dict[str, Any]  # Result.trace["yes_no"]: asked, answer ("yes", "possibly", "nothing recorded"), documents
 
 
+def _docs(items: list[EvidenceItem]) -> list[str]:
+    return list(dict.fromkeys(i.doc_id for i in items))
+
+
 def _about(items: list[EvidenceItem], subject: str) -> str:
-    docs = list(dict.fromkeys(i.doc_id for i in items))
+    docs = _docs(items)
     if len(docs) <= MAX_NAMED_DOCUMENTS or not subject:
         return spoken_list(docs)
     return f"the {len(docs)} documents found for {subject}"
 
 
-def _nothing_matches(items: Any, asked: str, appearance_words: tuple[str, ...], subject: str = "") -> str:
-    items = list(items)
-    docs = list(dict.fromkeys(i.doc_id for i in items))
-    text = f"Nothing recorded about {_about(items, subject)} matches '{asked}'"
-    if asks_about_appearance(asked, appearance_words):  # "is it dark?": measured, not guessed
-        return text + "."
-    caveat = labels_only_caveat(items)
-    if not caveat and all(shown(i).empty for i in items):
-        caveat = f"nothing recorded says what {'it shows' if len(docs) == 1 else 'they show'}"
-    return f"{text} ({caveat})." if caveat else text + "."
+def _nothing_matches(items: list[EvidenceItem], phrase: str, appearance_words: tuple[str, ...], subject: str,
+                     about: str) -> YesNoNotice:
+    """"Nothing recorded about IMG_1027 matches 'dog' (...)." and why; `about` names what was asked about."""
+    text = f"Nothing recorded about {_about(items, subject)} matches '{phrase}'"
+    if not asks_about_appearance(phrase, appearance_words):  # "is it dark?": measured, not guessed, no caveat
+        caveat = labels_only_caveat(items)
+        if not caveat and all(shown(i).empty for i in items):
+            caveat = f"nothing recorded says what {'it shows' if len(_docs(items)) == 1 else 'they show'}"
+        text += f" ({caveat})" if caveat else ""
+    step = (f"The question asks yes or no about {about}, and nothing recorded of the evidence found for it matches "
+            f"what it asks ('{phrase}'), so the answer says so first.")
+    return YesNoNotice(text + ".", step, {"asked": phrase, "answer": "nothing recorded", "documents": _docs(items)})
 
 
 def _labels_match(items: list[EvidenceItem], verdict: Relevance, step_about: str, question: str | None
@@ -79,8 +86,11 @@ def _labels_match(items: list[EvidenceItem], verdict: Relevance, step_about: str
     matched = [i for i in items if scores.get(i.number, 0.0) >= 0.5]
     if not matched or verdict.basis != "text" or not all(known_only_by_labels(i) for i in matched):
         return None
-    confidence = max(scores[i.number] * shown(i).certainty for i in matched)
+    sure = {i.number: scores[i.number] * shown(i).certainty for i in matched}
+    confidence = max(sure.values())
     lead = "Yes" if confidence >= LOW_CONFIDENCE else "Possibly"
+    if lead == "Yes":  # the yes names the images it rests on, not an unsure label beside them
+        matched = [i for i in matched if sure[i.number] >= LOW_CONFIDENCE]
     about, phrase = _about(matched, ""), asked_phrase(question, verdict.asked)
     text = f"{lead}, by the image classifier's labels: what is recorded about {about} matches '{phrase}'."
     step = (f"The question asks yes or no about {step_about}; the image classifier's labels of {about} match what "
@@ -88,7 +98,7 @@ def _labels_match(items: list[EvidenceItem], verdict: Relevance, step_about: str
             f"'{lead.lower()}'. A caption or other text a person wrote would be quoted instead of read as a yes: "
             "kira does not read negation.")
     return YesNoNotice(text, step, {"asked": phrase, "answer": lead.lower(),
-                                    "documents": list(dict.fromkeys(i.doc_id for i in matched)),
+                                    "documents": _docs(matched),
                                     "confidence": round(confidence, 3)})
 
 
@@ -101,13 +111,8 @@ def yes_no_notice(ctx: StageContext, state: QueryState, pack: EvidencePack, verd
     items = list(pack.items)
     if state.image_query:
         if verdict.unmatched:
-            phrase = asked_phrase(state.question, verdict.unmatched)
-            return YesNoNotice(
-                _nothing_matches(items, phrase, appearance_words, pack.subject),
-                "The question asks yes or no about the query image, and nothing recorded of the evidence found for "
-                "it matches what it asks, so the answer says so first.",
-                {"asked": phrase, "answer": "nothing recorded",
-                 "documents": list(dict.fromkeys(i.doc_id for i in items))})
+            return _nothing_matches(items, asked_phrase(state.question, verdict.unmatched), appearance_words,
+                                    pack.subject, "the query image")
         if not pack.subject or verdict.score is None:  # no stored image it clearly shows: no yes about it
             return None
         return _labels_match(items, verdict, "the stored image the query image shows", state.question)
@@ -124,12 +129,8 @@ def yes_no_notice(ctx: StageContext, state: QueryState, pack: EvidencePack, verd
     if mine.relevant:  # a match, or a label only near the question (graded decision): no no
         return None if mine.near and mine.score < 0.5 else _labels_match(items, mine, _about(items, pack.subject),
                                                                          state.question)
-    phrase = asked_phrase(state.question, mine.asked)
-    return YesNoNotice(
-        _nothing_matches(items, phrase, appearance_words, pack.subject),
-        f"The question asks yes or no about {_about(items, pack.subject)}, and nothing recorded of its evidence "
-        f"matches what it asks ('{phrase}'), so the answer says so first.",
-        {"asked": phrase, "answer": "nothing recorded", "documents": list(dict.fromkeys(i.doc_id for i in items))})
+    return _nothing_matches(items, asked_phrase(state.question, mine.asked), appearance_words, pack.subject,
+                            _about(items, pack.subject))
 
 
 def with_notice(answer: Answer, notice: YesNoNotice | None) -> Answer:

@@ -147,5 +147,5 @@ def known_only_by_labels(item: EvidenceItem) -> bool:
     return bool(view.labels) and not (view.human_text or view.tags or view.text_read or view.metadata)
 
 
-__all__ = ["ANOTHER", "ANOTHER_MATCH", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary", "fact_phrases",
-           "item_sentence", "known_only_by_labels", "label_phrase", "labels_only_caveat", "spoken_list"]
+__all__ = ["ANOTHER", "ANOTHER_MATCH", "CLOSEST", "NAMED", "QUERY_SHOWS", "abstention_text", "closest_summary",
+           "fact_phrases", "item_sentence", "known_only_by_labels", "label_phrase", "labels_only_caveat", "spoken_list"]

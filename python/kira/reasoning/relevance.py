@@ -150,8 +150,6 @@ class Relevance:
     items: (evidence number, r_i) of every item judged, so a claim can be checked against what it cites.
     lexical: whether the best item holds every content word of the question.
     near: for a "low" grade, (evidence number, label, v_L) of each label-only item with a label near the question.
-    unmatched: for a question about a query image, its words (what it asks about) that nothing recorded of the
-        image's evidence matches (r < 0.5, or nothing recorded at all); "" when they match or were not measured.
     asked: the question's words that were measured (what it asks about, as `items` judged it); "" when nothing was.
     """
 
@@ -164,8 +162,14 @@ class Relevance:
     items: tuple[tuple[int, float], ...] = ()
     lexical: bool = False
     near: tuple[tuple[int, str, float], ...] = ()
-    unmatched: str = ""
     asked: str = ""
+
+    @property
+    def unmatched(self) -> str:
+        """For a question about a query image, its words (what it asks about) that nothing recorded of the image's
+        evidence matches (r < 0.5, or nothing recorded at all): the words measured when they left the answer to
+        the image (basis "image", no score); "" when they match or were not measured."""
+        return self.asked if self.basis == "image" and self.score is None else ""
 
     @property
     def grade(self) -> str:
@@ -353,7 +357,7 @@ class RelevanceJudge:
         if not judged:  # nothing recorded says what any item shows
             if image_query:
                 return Relevance(relevant=True, score=None, support=0.0, best=items[0].number, basis="image",
-                                 unmatched=" ".join(words), asked=" ".join(words))
+                                 asked=" ".join(words))
             return Relevance(relevant=False, score=0.0, support=0.0, best=items[0].number, basis="none",
                              asked=" ".join(words))
         z = self.standouts(question, [texts[n] for n in judged], question_vector=question_vector, known=known,
@@ -380,7 +384,7 @@ class RelevanceJudge:
             # a question about the query image ("what land cover does this tile show?") is answered from what
             # the image matches; its words measure nothing here, so the answer does not abstain and has no score
             return Relevance(relevant=True, score=None, support=source_support(views[0]) or 1.0,
-                             best=items[0].number, basis="image", unmatched=" ".join(words), asked=" ".join(words))
+                             best=items[0].number, basis="image", asked=" ".join(words))
         near: tuple[tuple[int, str, float], ...] = ()
         if score < 0.5 and not appearance:  # graded decision: a label near the question answers with low confidence
             near = tuple(sorted(((m, lb, v) for m, (lb, v, _) in labelled.items() if v >= self.near_label_z),

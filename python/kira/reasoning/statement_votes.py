@@ -29,19 +29,17 @@ def restates(cand: Statement, chosen: list[Statement]) -> bool:
     return any(plain <= stems_of(c.text) or stems_of(c.text) <= words for c in chosen)
 
 
-def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int, float],
-                  asked: frozenset[str]) -> bool:
+def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int, float]) -> bool:
     """Whether `cand` is another subject's answer to the question, said beside the chosen claims rather than
     outvoted by them: an item that clearly matches the question (`EvidencePack.matches` >= CLEAR_MATCH) states
-    it, it holds (in itself or its head) some of the question's content stems (`asked`) and every one the first
-    claim holds, and no witness of a chosen claim states it (a document, or a whole compound document:
+    it, it holds (in itself or its head) some of the question's content stems (`Statement.held`) and every one
+    the first claim holds, and no witness of a chosen claim states it (a document, or a whole compound document:
     kira.reasoning.sentences.witness). "which photos show a cup?" is answered by the cup of coffee and by the cup
     of tea on a desk found; a statement that holds only the question's other words ('a cat on a rug' where
     'a cup on a rug' answers "a cup on a rug?") is no answer of its own."""
     from kira.reasoning.relevance import CLEAR_MATCH
 
-    held = asked & cand.context
-    if not held or not asked & chosen[0].context <= held:
+    if not cand.held or not chosen[0].held <= cand.held:
         return False
     if not any(matches.get(i.number, 0.0) >= CLEAR_MATCH for i in cand.sources):
         return False
@@ -51,9 +49,12 @@ def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int
 
 def items_apart(pool: tuple[EvidenceItem, ...], matches: Mapping[int, float], room: int) -> list[EvidenceItem]:
     """For an answer from what images' fields record (nobody's words, kira.reasoning.field_answer): after the
-    first item, the first item of each other subject (witness) that clearly matches the question and has no
-    caption either, at most `room`; none when the first does not clearly match itself."""
-    from kira.reasoning.relevance import CLEAR_MATCH
+    first item, the first item of each other subject (witness) that clearly matches the question, with no
+    caption either, and surely: its match times its source's certainty (a label's probability) reaches
+    LOW_CONFIDENCE, the point under which an answer carries a low-confidence banner, since a further match gets
+    no banner of its own ('espresso maker' p 0.38 on a scan is no second cup of coffee). At most `room`; none
+    when the first does not clearly match itself."""
+    from kira.reasoning.relevance import CLEAR_MATCH, LOW_CONFIDENCE
     from kira.reasoning.shown import shown
 
     if not pool or matches.get(pool[0].number, 0.0) < CLEAR_MATCH:
@@ -62,7 +63,9 @@ def items_apart(pool: tuple[EvidenceItem, ...], matches: Mapping[int, float], ro
     for item in pool[1:]:
         if len(out) >= room:
             break
-        if witness(item) not in taken and matches.get(item.number, 0.0) >= CLEAR_MATCH and not shown(item).human_text:
+        r, view = matches.get(item.number, 0.0), shown(item)
+        if witness(item) not in taken and r >= CLEAR_MATCH and r * view.certainty >= LOW_CONFIDENCE \
+                and not view.human_text:
             taken.add(witness(item))
             out.append(item)
     return out
@@ -110,6 +113,7 @@ class Statement:
     context: frozenset[str] = frozenset()  # stems of the sentence and its head, for relevance
     support: float = 0.0  # score-weighted share of content-bearing documents stating it
     relevance: float = 0.0  # share of the question's content stems it (or its head) contains
+    held: frozenset[str] = frozenset()  # those stems
     reports_change: bool = False  # a comparison question and a statement of change new in some document
     history: bool = False  # a statement of change, and the question asks for no comparison
     variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)  # (witness, doc id, stems)

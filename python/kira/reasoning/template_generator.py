@@ -176,7 +176,8 @@ class TemplateGenerator:
                         cand.sources.append(item)
             cand.sources.sort(key=lambda i: (-weights[i.number], i.number))
             cand.support = sum(docs.values()) / total
-            cand.relevance = len(q_stems & cand.context) / len(q_stems) if q_stems else 0.0
+            cand.held = q_stems & cand.context
+            cand.relevance = len(cand.held) / len(q_stems) if q_stems else 0.0
             # a change is new in some document: what every document states is the unchanged part
             new_somewhere = len(content_docs) == 1 or len(docs) < len(content_docs)
             states_change = bool(cand.context & vocab.change_stems)
@@ -263,7 +264,6 @@ class TemplateGenerator:
         others: list[Statement] = []
         top_docs = {i.doc_id for i in top.sources}
         room_apart = self.max_claims - 1 if apart else 0  # other subjects said besides the consensus's claims
-        asked = frozenset(stem(t) for t in content_tokens(question)) - self.vocab.question_stems
         for cand in candidates[1:]:
             full = len(chosen) >= self.max_claims
             if (full and len(others) >= room_apart) or cand.history or cand.score < self.min_support_ratio * top.score:
@@ -274,7 +274,7 @@ class TemplateGenerator:
             if ((comparison and {witness(i) for i in top.sources} & {witness(i) for i in cand.sources})
                     or top_docs & {i.doc_id for i in cand.sources}):  # complements the top claim, not a rival of it
                 chosen += [] if full else [cand]
-            elif len(others) < room_apart and answers_apart(cand, chosen + others, pack.matches, asked):
+            elif len(others) < room_apart and answers_apart(cand, chosen + others, pack.matches):
                 others.append(cand)
         agree_on_positions(chosen, pool, trace, pack.matches, self.vocab)
         for other in others:  # where another subject's finding sits is its own witnesses' to say
