@@ -6,7 +6,7 @@
 * `restates`: whether a candidate only repeats a chosen claim.
 * `answers_apart`: whether a candidate is another subject's answer to the question, not a rival reading;
   `items_apart`, the same for images known only by their fields.
-* `join_heads`: a chosen claim and its chosen head read as the one sentence they were split from.
+* `with_heads`: a chosen claim split from a head reads as the one sentence it was split from.
 
 kira.reasoning.template_generator builds the candidates and chooses among them.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kira.reasoning.citations import format_citation
-from kira.reasoning.sentences import stems_of, without_values, witness
+from kira.reasoning.sentences import stems_of, text_of, without_values, witness
 from kira.reasoning.types import EvidenceItem
 
 
@@ -29,21 +29,27 @@ def restates(cand: Statement, chosen: list[Statement]) -> bool:
     return any(plain <= stems_of(c.text) or stems_of(c.text) <= words for c in chosen)
 
 
-def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int, float]) -> bool:
+def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int, float],
+                  shared: frozenset[str] = frozenset(), heads: list[Statement] = ()) -> bool:
     """Whether `cand` is another subject's answer to the question, said beside the chosen claims rather than
     outvoted by them: an item that clearly matches the question (`EvidencePack.matches` >= CLEAR_MATCH) states
     it, it holds (in itself or its head) some of the question's content stems (`Statement.held`) and every one
     the first claim holds, and no witness of a chosen claim states it (a document, or a whole compound document:
     kira.reasoning.sentences.witness). "which photos show a cup?" is answered by the cup of coffee and by the cup
     of tea on a desk found; a statement that holds only the question's other words ('a cat on a rug' where
-    'a cup on a rug' answers "a cup on a rug?") is no answer of its own."""
+    'a cup on a rug' answers "a cup on a rug?") is no answer of its own, nor one that holds only words most
+    records of the knowledge base hold (`shared`: 'scan' in an archive of scans, `EvidencePack.shared`). A
+    chosen head (`heads`: "CT scan", joined to its best body) witnesses only through that body: another study
+    stating the head has its own answer."""
     from kira.reasoning.relevance import CLEAR_MATCH
 
-    if not cand.held or not chosen[0].held <= cand.held:
+    held = cand.held - shared
+    first = next((c for c in chosen if not any(c is h for h in heads)), chosen[0])  # a joined head's body
+    if not held or not first.held - shared <= held:
         return False
     if not any(matches.get(i.number, 0.0) >= CLEAR_MATCH for i in cand.sources):
         return False
-    taken = {witness(i) for c in chosen for i in c.sources}
+    taken = {witness(i) for c in chosen if not any(c is h for h in heads) for i in c.sources}
     return not taken & {witness(i) for i in cand.sources}
 
 
@@ -119,6 +125,7 @@ class Statement:
     variants: list[tuple[str, str, frozenset[str]]] = field(default_factory=list)  # (witness, doc id, stems)
     wordings: dict[str, str] = field(default_factory=dict)  # doc id: its sentence stating it, best-weighted first
     head: str = ""  # the head it was split from ("a breakfast table" of "a breakfast table: two cups ..."), as written
+    carries_head: bool = False  # its head is no candidate of its own (it asks nothing the question asks)
 
     @property
     def score(self) -> float:
@@ -126,20 +133,31 @@ class Statement:
         return self.support + 0.5 * self.relevance + (1.0 if self.reports_change else 0.0)
 
 
-def join_heads(chosen: list[Statement], trace: list[str]) -> list[Statement]:
-    """`chosen` with each claim whose head is chosen too read as the one sentence they were written as, head first
-    and in the head's place: "A breakfast table: two cups and a teapot", not "Two cups and a teapot. A breakfast
-    table". The joined claim cites the items stating its body, then those stating only its head."""
+def with_heads(chosen: list[Statement], trace: list[str], joined: set[frozenset[str]] | None = None
+               ) -> list[Statement]:
+    """`chosen` with each claim split from a head written as the one sentence it was: "A breakfast table: two
+    cups and a teapot", not "Two cups and a teapot. A breakfast table". When the head is a chosen claim too, the
+    two are joined in the head's place. When the head was no claim of its own (`Statement.carries_head`: it asks
+    nothing the question asks, kira.reasoning.template_generator), or was joined to another subject's body (its
+    stems in `joined`, which collects those of the heads joined here), the claim is written with it only when
+    every item it cites states it. Either way the claim cites the items stating its body: an item stating only
+    the head ("CT scan", which every CT study of an archive states) does not state "CT scan: a marked lesion"."""
+    joined = set() if joined is None else joined
     out = list(chosen)
     for body in list(out):
-        head = next((c for c in out if c is not body and body.head and stems_of(c.text) == stems_of(body.head)), None)
-        if head is None:
+        if not body.head or stems_of(body.head) <= stems_of(body.text):
             continue
-        trace.append(f"Joined '{head.text}' and '{body.text}' into the sentence they were split from.")
-        body.text = f"{head.text}: {body.text}"
-        body.sources = list(dict.fromkeys([*body.sources, *head.sources]))
-        out.remove(body)
-        out[out.index(head)] = body
+        head = next((c for c in out if c is not body and stems_of(c.text) == stems_of(body.head)), None)
+        if head is not None:
+            trace.append(f"Joined '{head.text}' and '{body.text}' into the sentence they were split from.")
+            joined.add(stems_of(head.text))
+            body.text = f"{head.text}: {body.text}"
+            out.remove(body)
+            out[out.index(head)] = body
+        elif ((body.carries_head or stems_of(body.head) in joined)
+              and all(stems_of(body.head) <= stems_of(text_of(i)) for i in body.sources)):
+            trace.append(f"Wrote '{body.text}' with its head '{body.head}', the sentence it was split from.")
+            body.text = f"{body.head}: {body.text}"
     return out
 
 

@@ -31,8 +31,13 @@ applies. The generator answers with the *content the top evidence agrees on*:
    that clearly matches the question states them and they hold the question's words the first
    holds, and more than none (another answer, said after the others, at most `max_claims` - 1:
    `kira.reasoning.statement_votes.answers_apart`); and they do not restate a chosen claim.
-   Every claim cites the items that state it (best first). A claim split from a head ("a breakfast table: two cups and a teapot") is joined to it again
-   when both are chosen, head first (`kira.reasoning.statement_votes.join_heads`).
+   Every claim cites the items that state it (best first). A claim split from a head ("a breakfast
+   table: two cups and a teapot") is joined to it again when both are chosen, head first, citing the
+   items that state its body. A head that holds none of the question's words, less those most records
+   of the knowledge base hold (`EvidencePack.shared`), is no candidate of its own: its body carries it
+   and is written with it when every item it cites states it ("CT scan" of "CT scan: a marked lesion"
+   answers nothing of "which scans show a lesion?" and, voted on, would outvote every finding;
+   `kira.reasoning.statement_votes.with_heads`).
 5. When the question asks what several views show together (kira.reasoning.view_agreement),
    the claim says the views agree only when each view states it.
 6. When a subject's evidence holds two or more members of one temporal sequence (the first
@@ -57,7 +62,7 @@ from kira.reasoning.field_answer import ANOTHER, ANOTHER_MATCH, CLOSEST, NAMED, 
 from kira.reasoning.shown import asks_about_appearance, shown
 from kira.reasoning.sequence_answer import (MemberAnswer, SequenceInEvidence, claims_in_order, sequence_in_evidence,
                                             trace_line)
-from kira.reasoning.statement_votes import (Statement, answers_apart, clear_match_first, items_apart, join_heads,
+from kira.reasoning.statement_votes import (Statement, answers_apart, clear_match_first, items_apart, with_heads,
                                             numbers_of, restates, vote_weights)
 from kira.reasoning.statement_wording import agree_on_positions, agreed_wording
 from kira.reasoning.sentences import (Vocabulary, same_statement, sentences_of, shape_of, stems_of, text_of,
@@ -127,9 +132,10 @@ class TemplateGenerator:
         return any(not is_meta and stems_of(sentence) for item in items
                    for sentence, is_meta, _ in sentences_of(self._content(item, appearance), self.vocab))
 
-    def _candidates(self, question: str, items: tuple[EvidenceItem, ...], matches: Mapping[int, float]
-                    ) -> tuple[list[Statement], list[str]]:
+    def _candidates(self, question: str, items: tuple[EvidenceItem, ...], matches: Mapping[int, float],
+                    shared: frozenset[str] = frozenset()) -> tuple[list[Statement], list[str]]:
         vocab = self.vocab
+        asked = frozenset(stem(t) for t in content_tokens(question)) - vocab.question_stems - shared
         appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
         weights = vote_weights(items, matches)
         order = sorted(items, key=lambda i: (-weights[i.number], i.number))
@@ -137,7 +143,15 @@ class TemplateGenerator:
         metadata: list[str] = []
         per_item: dict[int, list[frozenset[str]]] = {}
         for item in order:
-            for sentence, is_meta, context in sentences_of(self._content(item, appearance), vocab):
+            sentences = sentences_of(self._content(item, appearance), vocab)
+            # a head that asks nothing the question asks, whose body states content, is carried by that body (its
+            # context), not voted on apart
+            heads = {context for _, is_meta, context in sentences if context and not is_meta}
+            carried = {s for s, is_meta, context in sentences
+                       if not context and not is_meta and s in heads and not stems_of(s) & asked}
+            for sentence, is_meta, context in sentences:
+                if sentence in carried and not context:
+                    continue
                 if is_meta:
                     metadata.append(f"'{sentence}' ([Evidence {item.number}])")
                     continue
@@ -148,7 +162,8 @@ class TemplateGenerator:
                 per_item.setdefault(item.number, []).append(shape)
                 match = next((c for c in candidates if same_statement(c.stems, shape, vocab)), None)
                 if match is None:
-                    match = Statement(sentence, shape, [item], context=stems | stems_of(context), head=context)
+                    match = Statement(sentence, shape, [item], context=stems | stems_of(context), head=context,
+                                      carries_head=context in carried)
                     candidates.append(match)
                 elif item not in match.sources:
                     match.sources.append(item)
@@ -236,7 +251,7 @@ class TemplateGenerator:
             apart = bool(pack.matches) and not pack.subject and not pack.of_similar_cases
             more = items_apart(pool, pack.matches, self.max_claims - 1) if apart else []
             return self._from_fields(question, [first, *more], trace, lead, then=ANOTHER_MATCH)
-        candidates, metadata = self._candidates(question, pool, pack.matches)
+        candidates, metadata = self._candidates(question, pool, pack.matches, pack.shared)
         if metadata:
             trace.append("Set aside as bookkeeping: " + "; ".join(metadata[:6]) + ".")
         if not candidates:
@@ -262,7 +277,10 @@ class TemplateGenerator:
         # evidence about a kind of thing is many subjects: another one that answers the question is said apart
         apart = bool(pack.matches) and not pack.subject and not comparison and not asks_agreement(question)
         others: list[Statement] = []
-        top_docs = {i.doc_id for i in top.sources}
+        # a head several subjects state ("CT scan" of two studies) is joined to its best body; another subject's body
+        # of it is that subject's answer (said apart), not a complement of the first
+        bodies = [c for c in candidates if c.head and stems_of(c.head) == stems_of(top.text)]
+        top_docs = {i.doc_id for i in (bodies[0] if bodies else top).sources}
         room_apart = self.max_claims - 1 if apart else 0  # other subjects said besides the consensus's claims
         for cand in candidates[1:]:
             full = len(chosen) >= self.max_claims
@@ -274,7 +292,8 @@ class TemplateGenerator:
             if ((comparison and {witness(i) for i in top.sources} & {witness(i) for i in cand.sources})
                     or top_docs & {i.doc_id for i in cand.sources}):  # complements the top claim, not a rival of it
                 chosen += [] if full else [cand]
-            elif len(others) < room_apart and answers_apart(cand, chosen + others, pack.matches):
+            elif len(others) < room_apart and answers_apart(cand, [*chosen, *others], pack.matches, pack.shared,
+                                                            heads=[top] if bodies else []):
                 others.append(cand)
         agree_on_positions(chosen, pool, trace, pack.matches, self.vocab)
         for other in others:  # where another subject's finding sits is its own witnesses' to say
@@ -282,7 +301,9 @@ class TemplateGenerator:
         if others:
             trace.append("Another subject answers the question too, said apart, not outvoted: "
                          + "; ".join(f"'{c.text}' from {format_citation(numbers_of(c.sources))}" for c in others) + ".")
-        chosen = join_heads(chosen, trace)
+        joined: set[frozenset[str]] = set()
+        chosen = with_heads(chosen, trace, joined)
+        others = with_heads(others, trace, joined)
         top = chosen[0]
         agreeing = sorted({i.number for c in chosen for i in c.sources})
         if len(agreeing) > 1:

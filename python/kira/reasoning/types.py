@@ -132,6 +132,9 @@ class EvidencePack:
     ``matches`` says, for the items the relevance verdict judged, how far what each shows matches the
     question (its r_i in [0, 1], kira.reasoning.relevance; 0.5 and above answers it): the Generate stage
     sets it, a generator weighs each item's vote by it, and cards show it. Empty when nothing was judged.
+    ``shared`` holds the question's words (stems, kira.text.tokens.stem) that most records of the knowledge base
+    hold ('scan' in an archive of scans): they say which domain the question is about, not what it asks, so no
+    statement answers the question by holding them alone (kira.grounding.unheld_words; the Generate stage sets it).
     """
 
     question: str
@@ -141,6 +144,7 @@ class EvidencePack:
     subject: str = ""
     matches: Mapping[int, float] = field(default_factory=dict, hash=False)
     of_similar_cases: bool = False  # the similar cases of a pack (`similar_pack`): none is "the closest match"
+    shared: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "question", "" if self.question is None else str(self.question))
@@ -157,6 +161,7 @@ class EvidencePack:
             raise ValueError(f"EvidencePack matches must map item numbers to [0, 1]; got {matches} for items "
                              f"{[i.number for i in self.items]}")
         object.__setattr__(self, "matches", matches)
+        object.__setattr__(self, "shared", frozenset(str(w) for w in self.shared or ()))
 
     @classmethod
     def from_items(
@@ -173,7 +178,7 @@ class EvidencePack:
 
     def similar_pack(self) -> EvidencePack:
         """The similar cases as a pack of their own (their numbers kept), for a generator to word apart."""
-        return EvidencePack(self.question, items=self.similar, of_similar_cases=True)
+        return EvidencePack(self.question, items=self.similar, of_similar_cases=True, shared=self.shared)
 
     @property
     def numbers(self) -> tuple[int, ...]:
