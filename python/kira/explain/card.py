@@ -43,6 +43,8 @@ class RationaleCard:
     config: a summary of the settings that produced the answer (JSON-able values).
     near: evidence numbers whose classifier label is near the question though below `MATCH` (the answer
         is then given with low confidence: ``Relevance.near``).
+    unheld: the question's words no record of the knowledge base holds, when the evidence matches it by
+        meaning alone inside a domain (``Relevance.unheld``, kira.grounding.unheld_words); "" otherwise.
     """
 
     question: str | None
@@ -57,6 +59,7 @@ class RationaleCard:
     timings: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     near: tuple[int, ...] = ()
+    unheld: str = ""
 
     def __post_init__(self) -> None:
         # Accept the pipeline's raw objects too: a CriticDecision, hop objects with attributes.
@@ -127,6 +130,13 @@ def notice(card: RationaleCard) -> tuple[str, str]:
     if answer.abstained:
         return "nomatch", answer.plain_text
     if answer.confidence is not None and answer.confidence < LOW_CONFIDENCE:
+        if card.unheld:
+            from kira.reasoning.field_answer import spoken_list
+
+            said = spoken_list([f"'{w}'" for w in card.unheld.split()], conjunction="or")
+            return "low", (f"Low confidence ({answer.confidence:.2f}): no record in this knowledge base mentions "
+                           f"{said}; the evidence below matches the question by meaning only, which inside one "
+                           "domain says little. Check it before relying on the answer.")
         return "low", (f"Low confidence ({answer.confidence:.2f}): the evidence only partly matches the question; "
                        "check the evidence below before relying on the answer.")
     return "", ""
@@ -146,7 +156,7 @@ def match_label(card: RationaleCard, item: EvidenceItem) -> str:
         if r is None:
             return "not judged: nothing recorded says what it shows"
         if r >= MATCH:
-            return f"matches the question {r:.2f}"
+            return f"matches the question by meaning only {r:.2f}" if card.unheld else f"matches the question {r:.2f}"
         if int(item.number) in card.near:
             return f"partly matches the question ({r:.2f}: a classifier label near it)"
         return "does not match the question"
@@ -162,6 +172,8 @@ def match_kind(label: str) -> str:
     """"yes", "part" or "no" for a `match_label` ("" for none): how a renderer marks it."""
     if not label:
         return ""
+    if label.startswith("matches the question by meaning only"):  # inside a domain that says little
+        return "part"
     if label.startswith(("matches", "the query image shows")):
         return "yes"
     return "part" if label.startswith("partly") else "no"

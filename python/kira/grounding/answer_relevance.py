@@ -135,7 +135,8 @@ def relevance_note(verdict: Relevance) -> dict[str, Any]:
     return {"relevant": verdict.relevant, "score": verdict.score, "support": verdict.support,
             "confidence": verdict.confidence, "best": verdict.best, "standout": verdict.standout,
             "basis": verdict.basis, "items": [list(p) for p in verdict.items], "grade": verdict.grade,
-            "near": [list(p) for p in verdict.near], "unmatched": verdict.unmatched}
+            "near": [list(p) for p in verdict.near], "unmatched": verdict.unmatched,
+            "unheld": verdict.unheld}
 
 
 def relevance_step(verdict: Relevance) -> str:
@@ -158,6 +159,8 @@ def relevance_step(verdict: Relevance) -> str:
             f"(relevance {verdict.score:.2f}; below 0.50 the answer abstains)")
     if verdict.support < 1.0:
         text += f"; it is known only by its classifier labels, whose probability ({verdict.support:.2f}) bounds the confidence"
+    if verdict.unheld:
+        text += f"; no record holds the question's '{verdict.unheld}', so the match is by meaning alone"
     return text + f"; confidence {verdict.confidence:.2f}."
 
 

@@ -26,7 +26,9 @@ from kira.grounding.answer_relevance import (abstention, judge, on_topic, on_top
                                              relevance_step, relevant_first)
 from kira.grounding.evidence import build_items, diverse, hops_with_documents
 from kira.grounding.pieces import built_with_this_text_encoder, shown_rows, stored_piece_vectors, stored_shown_vectors
-from kira.grounding.yes_no import with_notice, yes_no_notice
+from kira.grounding.opening import with_opening
+from kira.grounding.unheld_words import record_counts, shared_stems, unheld_opening
+from kira.grounding.yes_no import yes_no_notice
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.query_state import QueryState, RetrievalPath, StageContext
 from kira.reasoning.subject import attributed_to_stored, enforce_subject
@@ -161,10 +163,12 @@ class Generate:
         verdict = judge(ctx, state, pack)
         if verdict is not None and verdict.relevant:
             pack, verdict = relevant_first(pack, verdict)
+        counts = record_counts(ctx, state.question) if state.question and not state.image_query else None
         if verdict is not None and verdict.items and not state.image_query:
             # each vote weighs how far it answers the question; with a query image the evidence is what the image
             # matches, and a question's words ("what does this film show?") do not rank it
-            pack = dataclasses.replace(pack, matches=dict(verdict.items))
+            pack = dataclasses.replace(pack, matches=dict(verdict.items),
+                                       shared=shared_stems(state.question, counts) if counts else frozenset())
         note: dict[str, Any] = {"relevance": relevance_note(verdict)} if verdict is not None else {}
         if off_topic:
             note["similar_cases_off_topic"] = off_topic
@@ -174,11 +178,14 @@ class Generate:
         similar = ctx.generator.generate(state.question, pack.similar_pack()) if pack.similar else None
         answer = attributed_to_stored(enforce_subject(answer, pack, similar), pack, image_query=state.image_query)
         if verdict is not None:
+            verdict, unheld = unheld_opening(ctx, state, pack, verdict, counts) if counts else (verdict, None)
+            if unheld is not None:
+                note["relevance"] = relevance_note(verdict)
             answer = dataclasses.replace(answer, confidence=verdict.confidence,
                                          reasoning=(*answer.reasoning, relevance_step(verdict)))
             words = tuple(getattr(ctx.profile, "appearance_words", ()) or ())
             notice = yes_no_notice(ctx, state, pack, verdict, words)
-            answer = with_notice(answer, notice)
+            answer = with_opening(answer, notice or unheld)
             if notice is not None:
                 note["yes_no"] = notice.trace
         return state.evolve(pack=pack, relevance=verdict, answer=answer, trace=note)

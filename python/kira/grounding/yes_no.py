@@ -21,7 +21,10 @@ judge's verdict on what the question asks of its subject (kira.reasoning.relevan
   yes names only the images whose match reaches it.
 * **What a person wrote (a caption, tags, metadata) or OCR read matches**: no opening sentence. kira does not
   read negation: "no fracture" matches 'fracture' as closely as "a hairline fracture" does, so only the
-  person's words, which the answer quotes next, can say yes or no.
+  person's words, which the answer quotes next, can say yes or no. But when they match by meaning alone, no
+  record of the subject holding any word asked (not even negated), the answer opens "Nothing recorded about
+  scan_04 mentions 'fracture'." before quoting them: inside a domain every record matches every question of
+  it by meaning (kira.grounding.unheld_words).
 * A label only near the question (kira.reasoning.relevance's graded decision: 'tripod' for "a man with a
   camera"), a question with nothing left to ask once the subject's name is out ("is this IMG_1004?"), or one
   that also asks what or which (kira.reasoning.question_form.asks_yes_no) gets no opening sentence.
@@ -29,29 +32,18 @@ judge's verdict on what the question asks of its subject (kira.reasoning.relevan
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Any
-
 from kira.grounding.answer_relevance import asked_besides_subject, judge
+from kira.grounding.opening import Opening
+from kira.knowledge_base.lexical import lexical_terms
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import known_only_by_labels, labels_only_caveat, spoken_list
 from kira.reasoning.question_form import asked_phrase, asks_yes_no
 from kira.reasoning.relevance import LOW_CONFIDENCE, Relevance
 from kira.reasoning.shown import asks_about_appearance, shown
-from kira.reasoning.types import Answer, EvidenceItem, EvidencePack
+from kira.reasoning.types import EvidenceItem, EvidencePack
 
 MAX_NAMED_DOCUMENTS = 3
 """A notice names at most this many documents; more are counted ("the 5 documents found for ward 3")."""
-
-
-@dataclass(frozen=True)
-class YesNoNotice:
-    """The sentence that opens a yes/no answer, why it does, and what the trace records of it."""
-
-    text: str
-    step: str  # the reasoning step
-    trace: dict[str, Any]  # Result.trace["yes_no"]: asked, answer ("yes", "possibly", "nothing recorded"), documents
 
 
 def _docs(items: list[EvidenceItem]) -> list[str]:
@@ -66,7 +58,7 @@ def _about(items: list[EvidenceItem], subject: str) -> str:
 
 
 def _nothing_matches(items: list[EvidenceItem], phrase: str, appearance_words: tuple[str, ...], subject: str,
-                     about: str) -> YesNoNotice:
+                     about: str) -> Opening:
     """"Nothing recorded about IMG_1027 matches 'dog' (...)." and why; `about` names what was asked about."""
     text = f"Nothing recorded about {_about(items, subject)} matches '{phrase}'"
     if not asks_about_appearance(phrase, appearance_words):  # "is it dark?": measured, not guessed, no caveat
@@ -76,11 +68,11 @@ def _nothing_matches(items: list[EvidenceItem], phrase: str, appearance_words: t
         text += f" ({caveat})" if caveat else ""
     step = (f"The question asks yes or no about {about}, and nothing recorded of the evidence found for it matches "
             f"what it asks ('{phrase}'), so the answer says so first.")
-    return YesNoNotice(text + ".", step, {"asked": phrase, "answer": "nothing recorded", "documents": _docs(items)})
+    return Opening(text + ".", step, {"asked": phrase, "answer": "nothing recorded", "documents": _docs(items)})
 
 
 def _labels_match(items: list[EvidenceItem], verdict: Relevance, step_about: str, question: str | None
-                  ) -> YesNoNotice | None:
+                  ) -> Opening | None:
     """"Yes, by the image classifier's labels: ..." when the items that match are all known only by labels."""
     scores = dict(verdict.items)
     matched = [i for i in items if scores.get(i.number, 0.0) >= 0.5]
@@ -97,13 +89,32 @@ def _labels_match(items: list[EvidenceItem], verdict: Relevance, step_about: str
             f"it asks ('{phrase}', confidence {confidence:.2f}), so the answer opens with "
             f"'{lead.lower()}'. A caption or other text a person wrote would be quoted instead of read as a yes: "
             "kira does not read negation.")
-    return YesNoNotice(text, step, {"asked": phrase, "answer": lead.lower(),
-                                    "documents": _docs(matched),
-                                    "confidence": round(confidence, 3)})
+    return Opening(text, step, {"asked": phrase, "answer": lead.lower(), "documents": _docs(matched),
+                                "confidence": round(confidence, 3)})
+
+
+def _not_mentioned(items: list[EvidenceItem], verdict: Relevance, subject: str, question: str | None
+                   ) -> Opening | None:
+    """"Nothing recorded about scan_04 mentions 'fracture'." when what matches the question by meaning is what a
+    person wrote (or OCR read) and no record of the subject holds any word it asks, not even negated ("no
+    fracture" holds 'fracture', and is quoted next); None otherwise."""
+    scores = dict(verdict.items)
+    matched = [i for i in items if scores.get(i.number, 0.0) >= 0.5]
+    if not matched or verdict.basis != "text" or any(known_only_by_labels(i) for i in matched):
+        return None
+    asked = set(lexical_terms(verdict.asked))
+    held = {t.removeprefix("not:") for i in items for t in lexical_terms(shown(i).content_text())}
+    if not asked or asked & held:
+        return None
+    about, phrase = _about(items, subject), asked_phrase(question, verdict.asked)
+    step = (f"The question asks yes or no about {about}; what is recorded about it matches what it asks ('{phrase}') "
+            "by meaning alone: no record of it holds those words, so the answer says so before quoting the record.")
+    return Opening(f"Nothing recorded about {about} mentions '{phrase}'.", step,
+                   {"asked": phrase, "answer": "not mentioned", "documents": _docs(items)})
 
 
 def yes_no_notice(ctx: StageContext, state: QueryState, pack: EvidencePack, verdict: Relevance | None,
-                  appearance_words: tuple[str, ...] = ()) -> YesNoNotice | None:
+                  appearance_words: tuple[str, ...] = ()) -> Opening | None:
     """The opening of the answer to a yes/no question about one subject (module docstring); None for none.
     `verdict` is the Generate stage's verdict on `pack` for the question."""
     if verdict is None or not pack.items or not asks_yes_no(state.question):
@@ -127,17 +138,12 @@ def yes_no_notice(ctx: StageContext, state: QueryState, pack: EvidencePack, verd
     if mine is None or mine.score is None:
         return None
     if mine.relevant:  # a match, or a label only near the question (graded decision): no no
-        return None if mine.near and mine.score < 0.5 else _labels_match(items, mine, _about(items, pack.subject),
-                                                                         state.question)
+        if mine.near and mine.score < 0.5:
+            return None
+        return (_labels_match(items, mine, _about(items, pack.subject), state.question)
+                or _not_mentioned(items, mine, pack.subject, state.question))
     return _nothing_matches(items, asked_phrase(state.question, mine.asked), appearance_words, pack.subject,
                             _about(items, pack.subject))
 
 
-def with_notice(answer: Answer, notice: YesNoNotice | None) -> Answer:
-    """`answer` with `notice` opening its text and its reasoning step added (unchanged for None)."""
-    if notice is None:
-        return answer
-    return dataclasses.replace(answer, text=f"{notice.text} {answer.text}", reasoning=(*answer.reasoning, notice.step))
-
-
-__all__ = ["MAX_NAMED_DOCUMENTS", "YesNoNotice", "with_notice", "yes_no_notice"]
+__all__ = ["MAX_NAMED_DOCUMENTS", "yes_no_notice"]

@@ -164,6 +164,12 @@ class LexicalIndex:
             return np.zeros(0, np.int64)
         return np.sort(self.ids[self.postings[terms[0]][0]])
 
+    def document_frequency(self, term: str) -> int:
+        """How many indexed chunks (documents and passages) hold the index term `term` (already passed through
+        `lexical_terms`); 0 for an unknown term."""
+        posting = self.postings.get(term)
+        return 0 if posting is None else len(posting[0])
+
     def idf(self, term: str) -> float:
         """BM25 idf of an index term (already passed through `lexical_terms`); 0.0 for an unknown term."""
         posting = self.postings.get(term)

@@ -72,7 +72,7 @@ class KnowledgeBaseLike(Protocol):
         ...
 
     def lexical(self) -> Any:
-        """The BM25 index (``search``, ``specificity``)."""
+        """The BM25 index (``search``, ``specificity``, ``document_frequency``, ``len``)."""
         ...
 
     def identifier_postings(self, text: str, *, allow: np.ndarray | None = None) -> Mapping[str, np.ndarray]:

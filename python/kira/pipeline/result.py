@@ -89,6 +89,7 @@ def build_result(state: QueryState, setup: Setup, timings: dict[str, float]) -> 
         timings={k: round(v, 3) for k, v in timings.items()},
         config=config_summary(setup, state.top_k, state.levels),
         near=tuple(n for n, _, _ in state.relevance.near) if state.relevance is not None else (),
+        unheld=state.relevance.unheld if state.relevance is not None else "",
     )
     return Result(state.question or None, answer, pack, card, timings, trace)
 

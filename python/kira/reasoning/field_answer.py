@@ -24,10 +24,10 @@ MAX_QUOTE = 80  # characters of OCR text quoted
 MAX_METADATA = 3  # metadata entries named
 
 
-def spoken_list(values: Sequence[str]) -> str:
-    """"a", "a and b", "a, b and c": `values` as a sentence lists them."""
+def spoken_list(values: Sequence[str], conjunction: str = "and") -> str:
+    """"a", "a and b", "a, b and c" ("a or b" with `conjunction` "or"): `values` as a sentence lists them."""
     values = [str(v) for v in values]
-    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + f" and {values[-1]}"
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + f" {conjunction} {values[-1]}"
 
 
 def _quote(values: Sequence[str]) -> str:

@@ -80,7 +80,9 @@ espresso is a drink better than that.
 ``support`` says how sure the best item's source is: 1 for what a person wrote (caption,
 passage, tags) or OCR read; for an item known only by its classifier labels, the label's
 probability. ``confidence = r * support``, times the share of claims the verifier did not flag when
-it ran (kira.pipeline's Verify stage); docs/reasoning.md has the calibration data.
+it ran (kira.pipeline's Verify stage), and at most `MEANING_ONLY` (under the banner point) when no record
+of the knowledge base holds the question's distinctive words inside a domain whose records share words
+(``unheld``: kira.grounding.unheld_words); docs/reasoning.md has the calibration data.
 """
 
 from __future__ import annotations
@@ -125,6 +127,8 @@ MIN_SPREAD = 0.03  # cosine units: the least spread of the probes' cosines used 
 LEXICAL_RELEVANCE = 0.9  # r when the evidence holds every content word of the question
 MAX_ITEMS = 8  # items judged (best first)
 LOW_CONFIDENCE = 0.5  # below this, cards open with a low-confidence banner
+MEANING_ONLY = 0.49  # the most confidence of a match by meaning alone inside a domain: under the banner point
+# (no record holds the question's distinctive words: kira.grounding.unheld_words)
 LABEL_MATCH_Z = 3.5  # v below which a label-only item does not match the question, whatever its z (docstring)
 NEAR_LABEL_Z = 5.0  # v at which a label-only item is near the question (graded decision; module docstring)
 NOT_A_MATCH = 0.49  # r of an item the vocabulary test rules out: just under the abstention point
@@ -151,6 +155,8 @@ class Relevance:
     lexical: whether the best item holds every content word of the question.
     near: for a "low" grade, (evidence number, label, v_L) of each label-only item with a label near the question.
     asked: the question's words that were measured (what it asks about, as `items` judged it); "" when nothing was.
+    unheld: the question's words that no record of the knowledge base holds, when the match is by meaning alone
+        inside a domain (kira.grounding.unheld_words); the confidence is then at most `MEANING_ONLY`.
     """
 
     relevant: bool
@@ -163,6 +169,7 @@ class Relevance:
     lexical: bool = False
     near: tuple[tuple[int, str, float], ...] = ()
     asked: str = ""
+    unheld: str = ""
 
     @property
     def unmatched(self) -> str:
@@ -184,8 +191,11 @@ class Relevance:
 
     @property
     def confidence(self) -> float | None:
-        """score * support, or None when unmeasured."""
-        return None if self.score is None else round(float(self.score) * float(self.support), 3)
+        """score * support (at most `MEANING_ONLY` when `unheld`), or None when unmeasured."""
+        if self.score is None:
+            return None
+        confidence = round(float(self.score) * float(self.support), 3)
+        return min(confidence, MEANING_ONLY) if self.unheld else confidence
 
 
 def question_words(question: str) -> list[str]:
@@ -398,5 +408,5 @@ class RelevanceJudge:
                          lexical=lexical[k], near=near, asked=" ".join(words))
 
 
-__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "NAMED_GAP_Z", "NEAR_LABEL_Z", "PROBES",
-           "Relevance", "RelevanceJudge", "question_words", "source_support"]
+__all__ = ["ABSTAIN_Z", "APPEARANCE_PROBES", "LABEL_MATCH_Z", "LOW_CONFIDENCE", "MEANING_ONLY", "NAMED_GAP_Z",
+           "NEAR_LABEL_Z", "PROBES", "Relevance", "RelevanceJudge", "question_words", "source_support"]

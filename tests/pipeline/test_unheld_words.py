@@ -1,0 +1,122 @@
+"""A question whose distinctive words no record holds, inside a domain, is answered by meaning only, and says so.
+
+Real images: pydicom's test scans (CT, MR, ultrasound, nuclear medicine) with captions in an imaging archive's
+style, every one of which says 'scan'. Before, "a scan of a fractured wrist" was answered with a caption about
+another scan at full confidence: the relevance judge's everyday phrases stand far from every medical caption, so
+each scan looked a clear match. And a head every record states ("CT scan") was a claim of its own, citing every
+scan for the one finding it was joined to.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kira import Kira
+from kira.grounding.unheld_words import MIN_RECORDS
+from kira.reasoning.relevance import LOW_CONFIDENCE, MEANING_ONLY
+from skimage_photos import CAPTIONS, captioned_kb
+
+pytest.importorskip("pydicom")
+
+SCANS = {  # pydicom test file: caption (the overlay and the bone scan say so in their own DICOM headers)
+    "CT_small.dcm": "CT scan: axial slice, soft tissue window",
+    "693_J2KI.dcm": "CT scan: axial slice, plain study",
+    "MR_small.dcm": "MR scan: axial slice",
+    "examples_overlay.dcm": "MR scan: abdomen, a marked lesion in the liver",
+    "JPEG2000.dcm": "Nuclear medicine scan: whole body bone scan",
+    "examples_rgb_color.dcm": "Ultrasound scan: colour image",
+    "examples_palette.dcm": "Ultrasound scan: palette colour image",
+}
+
+
+def _scan(file: str) -> np.ndarray:
+    import pydicom
+    from pydicom.data import get_testdata_file
+
+    pixels = pydicom.dcmread(get_testdata_file(file)).pixel_array
+    pixels = pixels[0] if pixels.ndim == 3 and pixels.shape[-1] not in (3, 4) else pixels
+    a = pixels.astype(np.float64)
+    lo, hi = np.percentile(a, (0.5, 99.5))  # a viewer's window
+    a = np.clip((a - lo) / max(hi - lo, 1e-9) * 255, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(np.repeat(a[:, :, None], 3, 2) if a.ndim == 2 else a[:, :, :3])
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory, kb_factory):
+    kb = kb_factory(tmp_path_factory.mktemp("archive") / "kb")
+    for n, (file, caption) in enumerate(SCANS.items()):
+        kb.add_image(_scan(file), doc_id=f"scan_{n:02d}", caption=caption)
+    kb.commit()
+    yield Kira(kb)
+    kb.close()
+
+
+def test_a_question_no_record_holds_a_word_of_opens_with_it_under_the_banner(archive):
+    result = archive.ask("a scan of a fractured wrist", top_k=5)
+    answer = result.answer
+    assert not answer.abstained
+    assert answer.text.startswith("No record in this knowledge base mentions 'fractured' or 'wrist'; what follows "
+                                  "matches the question by meaning only."), answer.text
+    assert answer.confidence is not None and answer.confidence <= MEANING_ONLY < LOW_CONFIDENCE
+    assert result.trace["relevance"]["unheld"] == "fractured wrist"
+    card = json.loads(result.card.to_json())
+    assert card["notice"]["kind"] == "low"
+    assert card["notice"]["text"].startswith("Low confidence (0.49): no record in this knowledge base mentions "
+                                             "'fractured' or 'wrist'; the evidence below matches the question by "
+                                             "meaning only"), card["notice"]
+    from kira.explain.card import match_kind, match_label
+
+    labels = [match_label(result.card, item) for item in result.evidence.items]
+    assert labels[0].startswith("matches the question by meaning only") and match_kind(labels[0]) == "part"
+    assert "matches the question by meaning only" in result.card.to_html()
+
+
+def test_a_word_no_record_holds_is_quoted_as_the_question_wrote_it(archive):
+    answer = archive.ask("an X-ray of the knee", top_k=5).answer  # holds no shared word: the best scan's text does
+    assert answer.text.startswith("No record in this knowledge base mentions 'X-ray' or 'knee'"), answer.text
+
+
+def test_a_question_some_record_answers_in_its_own_words_is_answered_as_before(archive):
+    answer = archive.ask("a scan with a liver lesion", top_k=5).answer
+    assert "No record" not in answer.text
+    assert answer.text.startswith("MR scan: abdomen, a marked lesion in the liver [Evidence 1]"), answer.text
+    assert answer.confidence is not None and answer.confidence >= LOW_CONFIDENCE
+
+
+def test_a_head_every_record_states_cites_only_the_scans_stating_the_finding(archive):
+    """'CT scan' was a claim of its own stated by both CT scans, outvoting every finding and cited for it."""
+    result = archive.ask("a CT scan with a soft tissue window", top_k=5)
+    assert result.answer.claims[0].text.startswith("CT scan: axial slice, soft tissue window [Evidence 1]")
+    for claim in result.answer.claims:
+        cited = {result.evidence.by_number(n).doc_id for n in claim.citations}
+        for doc in cited:
+            caption = SCANS[list(SCANS)[int(doc.split("_")[1])]]
+            body = claim.text.split(" [")[0].split(": ", 1)[-1].lower()
+            assert body in caption.lower(), (claim.text, doc, caption)
+
+
+def test_a_yes_no_question_about_a_named_scan_says_its_record_does_not_mention_what_is_asked(archive):
+    """"does <the bone scan> show a fracture?" was answered with the bone scan's caption alone, which matches
+    'fracture' by meaning; a reader took it for a yes."""
+    bone = f"scan_{list(SCANS).index('JPEG2000.dcm'):02d}"
+    result = archive.ask(f"does {bone} show a fracture?", top_k=5)
+    assert result.answer.text.startswith(f"Nothing recorded about {bone} mentions 'fracture'. Nuclear medicine "
+                                         "scan: whole body bone scan [Evidence 1]"), result.answer.text
+    assert result.trace["yes_no"]["answer"] == "not mentioned"
+    liver = f"scan_{list(SCANS).index('examples_overlay.dcm'):02d}"
+    held = archive.ask(f"is there a lesion in {liver}?", top_k=5).answer.text
+    assert held.startswith("MR scan: abdomen, a marked lesion in the liver [Evidence 1]"), held  # quoted, no opening
+
+
+def test_photos_of_different_things_share_no_word_and_a_paraphrase_is_answered_as_before(tmp_path):
+    """Where records share no word the judge's scale holds: "a photographer with his equipment" finds the
+    cameraman (no caption says 'photographer'), with no notice and no cap."""
+    assert len(CAPTIONS) >= MIN_RECORDS
+    with captioned_kb(tmp_path / "kb", CAPTIONS) as kb:
+        answer = Kira(kb).ask("a photographer with his equipment", top_k=5).answer
+    assert "No record" not in answer.text
+    assert answer.text.startswith("Black and white photo of a man with a camera on a tripod"), answer.text
+    assert answer.confidence is not None and answer.confidence >= LOW_CONFIDENCE
