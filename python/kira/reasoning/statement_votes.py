@@ -14,7 +14,7 @@ kira.reasoning.template_generator builds the candidates and chooses among them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from kira.reasoning.citations import format_citation
 from kira.reasoning.sentences import stems_of, text_of, without_values, witness
@@ -30,7 +30,7 @@ def restates(cand: Statement, chosen: list[Statement]) -> bool:
 
 
 def answers_apart(cand: Statement, chosen: list[Statement], matches: Mapping[int, float],
-                  shared: frozenset[str] = frozenset(), heads: list[Statement] = ()) -> bool:
+                  shared: frozenset[str] = frozenset(), heads: Sequence[Statement] = ()) -> bool:
     """Whether `cand` is another subject's answer to the question, said beside the chosen claims rather than
     outvoted by them: an item that clearly matches the question (`EvidencePack.matches` >= CLEAR_MATCH) states
     it, it holds (in itself or its head) some of the question's content stems (`Statement.held`) and every one
