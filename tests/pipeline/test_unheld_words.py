@@ -14,10 +14,10 @@ import json
 import numpy as np
 import pytest
 
-from kira import Kira
+from kira import Kira, KnowledgeBase
 from kira.grounding.unheld_words import MIN_RECORDS
 from kira.reasoning.relevance import LOW_CONFIDENCE, MEANING_ONLY
-from skimage_photos import CAPTIONS, captioned_kb
+from skimage_photos import CAPTIONS, captioned_kb, skimage_rgb
 
 pytest.importorskip("pydicom")
 
@@ -107,8 +107,17 @@ def test_a_yes_no_question_about_a_named_scan_says_its_record_does_not_mention_w
                                          "scan: whole body bone scan [Evidence 1]"), result.answer.text
     assert result.trace["yes_no"]["answer"] == "not mentioned"
     liver = f"scan_{list(SCANS).index('examples_overlay.dcm'):02d}"
-    held = archive.ask(f"is there a lesion in {liver}?", top_k=5).answer.text
-    assert held.startswith("MR scan: abdomen, a marked lesion in the liver [Evidence 1]"), held  # quoted, no opening
+    held = archive.ask(f"is there a lesion in {liver}?", top_k=5)
+    assert held.answer.text.startswith("MR scan: abdomen, a marked lesion in the liver [Evidence 1]")  # no opening
+    assert not held.evidence.similar and "Similar cases" not in held.answer.text  # no other scan records a lesion
+    assert held.trace["similar_cases_off_topic"]
+
+
+def test_a_similar_case_inside_a_domain_holds_a_word_of_what_is_asked(archive):
+    ct = f"scan_{list(SCANS).index('CT_small.dcm'):02d}"
+    result = archive.ask(f"does {ct} show an axial slice?", top_k=5)
+    similar = [i.summary for i in result.evidence.similar]
+    assert similar and all("axial slice" in s for s in similar), similar
 
 
 def test_photos_of_different_things_share_no_word_and_a_paraphrase_is_answered_as_before(tmp_path):
@@ -120,3 +129,10 @@ def test_photos_of_different_things_share_no_word_and_a_paraphrase_is_answered_a
     assert "No record" not in answer.text
     assert answer.text.startswith("Black and white photo of a man with a camera on a tripod"), answer.text
     assert answer.confidence is not None and answer.confidence >= LOW_CONFIDENCE
+    # metadata every record carries alike (as the demo's {"demo": True}) says where they come from, not a domain
+    with KnowledgeBase.create(tmp_path / "alike") as kb:
+        for name, caption in CAPTIONS.items():
+            kb.add_image(skimage_rgb(name), doc_id=name, caption=caption, metadata={"source": "archive"})
+        kb.commit()
+        alike = Kira(kb).ask("a photographer with his equipment", top_k=5).answer
+    assert "No record" not in alike.text and alike.confidence is not None and alike.confidence >= LOW_CONFIDENCE

@@ -27,7 +27,7 @@ from kira.grounding.answer_relevance import (abstention, judge, on_topic, on_top
 from kira.grounding.evidence import build_items, diverse, hops_with_documents
 from kira.grounding.pieces import built_with_this_text_encoder, shown_rows, stored_piece_vectors, stored_shown_vectors
 from kira.grounding.opening import with_opening
-from kira.grounding.unheld_words import record_counts, shared_stems, unheld_opening
+from kira.grounding.unheld_words import record_counts, shared_stems, unheld_opening, unheld_similar
 from kira.grounding.yes_no import yes_no_notice
 from kira.knowledge_base.protocols import KnowledgeBaseLike
 from kira.query_state import QueryState, RetrievalPath, StageContext
@@ -160,10 +160,13 @@ class Generate:
     def run(self, state: QueryState, ctx: StageContext) -> QueryState:
         pack = state.pack if state.pack is not None else EvidencePack.from_items(state.question, state.kept)
         pack, off_topic = on_topic_similar(ctx, state, pack)
+        counts = record_counts(ctx, state.question) if state.question and not state.image_query else None
+        if counts is not None:
+            pack, unheld_off = unheld_similar(ctx, state, pack, counts)
+            off_topic = [*off_topic, *unheld_off]
         verdict = judge(ctx, state, pack)
         if verdict is not None and verdict.relevant:
             pack, verdict = relevant_first(pack, verdict)
-        counts = record_counts(ctx, state.question) if state.question and not state.image_query else None
         if verdict is not None and verdict.items and not state.image_query:
             # each vote weighs how far it answers the question; with a query image the evidence is what the image
             # matches, and a question's words ("what does this film show?") do not rank it

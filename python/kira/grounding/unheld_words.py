@@ -16,10 +16,15 @@ label-only item has its own caveat):
   documents and passages, with at least `MIN_RECORDS` of them): they say which domain the question
   is about ("scan"), not what it asks;
 * its **distinctive words** are the rest, less the profile's question words;
-* when the knowledge base's records share words (the question or the best item holds a shared word)
+* when the knowledge base's records share words (the question, or what a person wrote of the best item:
+  caption, passage, tags, holds a shared word; metadata every record carries alike is no domain)
   and **no record holds any distinctive word**, the answer opens "No record in this knowledge base
   mentions 'fractured' or 'wrist'; what follows matches the question by meaning only." and its
   confidence is at most `MEANING_ONLY`, under the banner point (`Relevance.unheld`).
+
+Inside such a knowledge base a similar case (another subject's evidence beside a named subject's) must hold
+a word the question asks besides the subject's name: every scan matches "is there a lesion in scan_03?" by
+meaning, and only one that records a lesion is a similar case (`unheld_similar`).
 
 A question one of whose distinctive words some record holds ("a scan with a liver lesion") and a
 knowledge base whose records share no word (photos of different things: "a photographer with his
@@ -35,12 +40,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from kira.grounding.answer_relevance import asked_besides_subject
 from kira.grounding.opening import Opening
 from kira.knowledge_base.lexical import lexical_terms
 from kira.query_state import QueryState, StageContext
 from kira.reasoning.field_answer import spoken_list
 from kira.reasoning.relevance import MEANING_ONLY, Relevance, question_words
-from kira.reasoning.shown import shown
+from kira.reasoning.shown import Shown, shown
 from kira.reasoning.types import EvidencePack
 from kira.text.tokens import stem
 
@@ -110,12 +116,43 @@ def unheld_words(ctx: StageContext, state: QueryState, pack: EvidencePack, verdi
     distinctive = {t for t in terms if not counts.shared(t)}
     if not distinctive or any(counts.counts[t] for t in distinctive):
         return []
-    if len(distinctive) == len(terms):  # the question holds no shared word: does the best item's text?
-        lexical = ctx.kb.lexical()
-        own = [t for t in dict.fromkeys(lexical_terms(view.content_text())) if not t.startswith("not:")]
-        if not any(counts.shared(t, int(lexical.document_frequency(t))) for t in own):
-            return []
+    if len(distinctive) == len(terms) and not _hold_shared(ctx, counts, _written(view)):
+        return []  # the question holds no shared word, nor does the best item's text: no domain
     return _as_written(state.question, distinctive) or sorted(distinctive)
+
+
+def _written(view: Shown) -> list[str]:
+    """What a person wrote in words about an item (caption or passage, tags): where records share a domain.
+    Metadata every record carries alike ("source: archive A") says where they come from, not what they show."""
+    return [t for t in (view.human_text, *view.tags) if t]
+
+
+def _hold_shared(ctx: StageContext, counts: RecordCounts, texts: list[str]) -> bool:
+    """Whether any of `texts` holds a word most records hold (one document count per word until one does)."""
+    lexical = ctx.kb.lexical()
+    terms = dict.fromkeys(t for text in texts for t in lexical_terms(text) if not t.startswith("not:"))
+    return any(counts.shared(t, int(lexical.document_frequency(t))) for t in terms)
+
+
+def unheld_similar(ctx: StageContext, state: QueryState, pack: EvidencePack,
+                   counts: RecordCounts) -> tuple[EvidencePack, list[str]]:
+    """`pack` with only the similar cases whose record holds a word the question asks besides its subject's name
+    (less the shared words), and the doc ids of those left out, when the records share words: inside a domain
+    every record matches "is there a lesion in scan_03?" by meaning, so another scan is a similar case only if it
+    records a lesion. `pack` unchanged and [] when the records share no word or the question asks nothing else."""
+    if not pack.similar or state.image_query or not counts.counts:
+        return pack, []
+    asked = {t for t in lexical_terms(" ".join(asked_besides_subject(state, pack)))
+             if t in counts.counts and not counts.shared(t)}
+    views = [shown(i) for i in pack.similar]
+    if not asked or not _hold_shared(ctx, counts, [t for view in views for t in _written(view)]):
+        return pack, []
+    texts = [view.content_text() for view in views]
+    kept = [i for i, text in zip(pack.similar, texts) if asked & set(lexical_terms(text))]
+    if len(kept) == len(pack.similar):
+        return pack, []
+    off = list(dict.fromkeys(i.doc_id for i in pack.similar if i not in kept))
+    return EvidencePack.from_items(pack.question, pack.items, pack.dropped, similar=kept, subject=pack.subject), off
 
 
 def unheld_opening(ctx: StageContext, state: QueryState, pack: EvidencePack, verdict: Relevance,
@@ -134,4 +171,5 @@ def unheld_opening(ctx: StageContext, state: QueryState, pack: EvidencePack, ver
     return dataclasses.replace(verdict, unheld=" ".join(words)), Opening(text, step, trace)
 
 
-__all__ = ["MIN_RECORDS", "RecordCounts", "record_counts", "shared_stems", "unheld_opening", "unheld_words"]
+__all__ = ["MIN_RECORDS", "RecordCounts", "record_counts", "shared_stems", "unheld_opening", "unheld_similar",
+           "unheld_words"]
