@@ -106,18 +106,17 @@ def test_a_yes_no_question_about_a_named_scan_says_its_record_does_not_mention_w
     assert result.answer.text.startswith(f"Nothing recorded about {bone} mentions 'fracture'. Nuclear medicine "
                                          "scan: whole body bone scan [Evidence 1]"), result.answer.text
     assert result.trace["yes_no"]["answer"] == "not mentioned"
+    assert not result.evidence.similar and "Similar cases" not in result.answer.text  # no record has a fracture
+    assert result.trace["similar_cases_off_topic"]
     liver = f"scan_{list(SCANS).index('examples_overlay.dcm'):02d}"
-    held = archive.ask(f"is there a lesion in {liver}?", top_k=5)
-    assert held.answer.text.startswith("MR scan: abdomen, a marked lesion in the liver [Evidence 1]")  # no opening
-    assert not held.evidence.similar and "Similar cases" not in held.answer.text  # no other scan records a lesion
-    assert held.trace["similar_cases_off_topic"]
+    held = archive.ask(f"is there a lesion in {liver}?", top_k=5).answer.text
+    assert held.startswith("MR scan: abdomen, a marked lesion in the liver [Evidence 1]"), held  # quoted, no opening
 
 
-def test_a_similar_case_inside_a_domain_holds_a_word_of_what_is_asked(archive):
+def test_a_similar_case_inside_a_domain_stays_when_some_record_holds_what_is_asked(archive):
     ct = f"scan_{list(SCANS).index('CT_small.dcm'):02d}"
     result = archive.ask(f"does {ct} show an axial slice?", top_k=5)
-    similar = [i.summary for i in result.evidence.similar]
-    assert similar and all("axial slice" in s for s in similar), similar
+    assert any("axial slice" in i.summary for i in result.evidence.similar), result.evidence.similar
 
 
 def test_photos_of_different_things_share_no_word_and_a_paraphrase_is_answered_as_before(tmp_path):

@@ -22,9 +22,9 @@ label-only item has its own caveat):
   mentions 'fractured' or 'wrist'; what follows matches the question by meaning only." and its
   confidence is at most `MEANING_ONLY`, under the banner point (`Relevance.unheld`).
 
-Inside such a knowledge base a similar case (another subject's evidence beside a named subject's) must hold
-a word the question asks besides the subject's name: every scan matches "is there a lesion in scan_03?" by
-meaning, and only one that records a lesion is a similar case (`unheld_similar`).
+Inside such a knowledge base, when no record holds any word a question asks besides its subject's name, no
+other record is a similar case of it: every scan matches "does scan_04 show a fracture?" by meaning, and none
+records a fracture (`unheld_similar`).
 
 A question one of whose distinctive words some record holds ("a scan with a liver lesion") and a
 knowledge base whose records share no word (photos of different things: "a photographer with his
@@ -136,23 +136,22 @@ def _hold_shared(ctx: StageContext, counts: RecordCounts, texts: list[str]) -> b
 
 def unheld_similar(ctx: StageContext, state: QueryState, pack: EvidencePack,
                    counts: RecordCounts) -> tuple[EvidencePack, list[str]]:
-    """`pack` with only the similar cases whose record holds a word the question asks besides its subject's name
-    (less the shared words), and the doc ids of those left out, when the records share words: inside a domain
-    every record matches "is there a lesion in scan_03?" by meaning, so another scan is a similar case only if it
-    records a lesion. `pack` unchanged and [] when the records share no word or the question asks nothing else."""
+    """`pack` without its similar cases, and their doc ids, when no record of the knowledge base holds any word
+    the question asks besides its subject's name (less the shared words) and the records share words: inside a
+    domain every record matches "does scan_04 show a fracture?" by meaning, and none records a fracture, so no
+    other scan is a similar case. `pack` unchanged and [] otherwise. (A similar case is not required to hold an
+    asked word itself: "what do the two views together show?" asks about the subject's views, and other
+    subjects' findings are still its similar cases.)"""
     if not pack.similar or state.image_query or not counts.counts:
         return pack, []
     asked = {t for t in lexical_terms(" ".join(asked_besides_subject(state, pack)))
              if t in counts.counts and not counts.shared(t)}
-    views = [shown(i) for i in pack.similar]
-    if not asked or not _hold_shared(ctx, counts, [t for view in views for t in _written(view)]):
+    if not asked or any(counts.counts[t] for t in asked):
         return pack, []
-    texts = [view.content_text() for view in views]
-    kept = [i for i, text in zip(pack.similar, texts) if asked & set(lexical_terms(text))]
-    if len(kept) == len(pack.similar):
+    if not _hold_shared(ctx, counts, [t for i in pack.similar for t in _written(shown(i))]):
         return pack, []
-    off = list(dict.fromkeys(i.doc_id for i in pack.similar if i not in kept))
-    return EvidencePack.from_items(pack.question, pack.items, pack.dropped, similar=kept, subject=pack.subject), off
+    off = list(dict.fromkeys(i.doc_id for i in pack.similar))
+    return EvidencePack.from_items(pack.question, pack.items, pack.dropped, subject=pack.subject), off
 
 
 def unheld_opening(ctx: StageContext, state: QueryState, pack: EvidencePack, verdict: Relevance,
