@@ -147,8 +147,12 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if args.card:
         _write(_render(result.card, args.card), args.out)
     else:
+        from kira.explain.card import match_label, notice
+
+        kind, warning = notice(result.card)
+        if kind == "low":  # a low-confidence answer opens with its warning, as every card does
+            print(warning)
         print(result.answer.text)
-        from kira.explain.card import match_label
 
         for item in result.evidence.items:
             said = match_label(result.card, item) or f"fused retrieval score {item.score:.3f}"

@@ -11,45 +11,19 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from kira import Kira, KnowledgeBase
 from kira.grounding.unheld_words import MIN_RECORDS
 from kira.reasoning.relevance import LOW_CONFIDENCE, MEANING_ONLY
+from scan_archive import SCANS, scan_archive, scan_id
 from skimage_photos import CAPTIONS, captioned_kb, skimage_rgb
 
 pytest.importorskip("pydicom")
 
-SCANS = {  # pydicom test file: caption (the overlay and the bone scan say so in their own DICOM headers)
-    "CT_small.dcm": "CT scan: axial slice, soft tissue window",
-    "693_J2KI.dcm": "CT scan: axial slice, plain study",
-    "MR_small.dcm": "MR scan: axial slice",
-    "examples_overlay.dcm": "MR scan: abdomen, a marked lesion in the liver",
-    "JPEG2000.dcm": "Nuclear medicine scan: whole body bone scan",
-    "examples_rgb_color.dcm": "Ultrasound scan: colour image",
-    "examples_palette.dcm": "Ultrasound scan: palette colour image",
-}
-
-
-def _scan(file: str) -> np.ndarray:
-    import pydicom
-    from pydicom.data import get_testdata_file
-
-    pixels = pydicom.dcmread(get_testdata_file(file)).pixel_array
-    pixels = pixels[0] if pixels.ndim == 3 and pixels.shape[-1] not in (3, 4) else pixels
-    a = pixels.astype(np.float64)
-    lo, hi = np.percentile(a, (0.5, 99.5))  # a viewer's window
-    a = np.clip((a - lo) / max(hi - lo, 1e-9) * 255, 0, 255).astype(np.uint8)
-    return np.ascontiguousarray(np.repeat(a[:, :, None], 3, 2) if a.ndim == 2 else a[:, :, :3])
-
-
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory, kb_factory):
-    kb = kb_factory(tmp_path_factory.mktemp("archive") / "kb")
-    for n, (file, caption) in enumerate(SCANS.items()):
-        kb.add_image(_scan(file), doc_id=f"scan_{n:02d}", caption=caption)
-    kb.commit()
+    kb = scan_archive(tmp_path_factory.mktemp("archive") / "kb", kb_factory)
     yield Kira(kb)
     kb.close()
 
@@ -93,7 +67,7 @@ def test_a_head_every_record_states_cites_only_the_scans_stating_the_finding(arc
     for claim in result.answer.claims:
         cited = {result.evidence.by_number(n).doc_id for n in claim.citations}
         for doc in cited:
-            caption = SCANS[list(SCANS)[int(doc.split("_")[1])]]
+            caption = next(c for f, c in SCANS.items() if scan_id(f) == doc)
             body = claim.text.split(" [")[0].split(": ", 1)[-1].lower()
             assert body in caption.lower(), (claim.text, doc, caption)
 
@@ -101,20 +75,20 @@ def test_a_head_every_record_states_cites_only_the_scans_stating_the_finding(arc
 def test_a_yes_no_question_about_a_named_scan_says_its_record_does_not_mention_what_is_asked(archive):
     """"does <the bone scan> show a fracture?" was answered with the bone scan's caption alone, which matches
     'fracture' by meaning; a reader took it for a yes."""
-    bone = f"scan_{list(SCANS).index('JPEG2000.dcm'):02d}"
+    bone = scan_id("JPEG2000.dcm")
     result = archive.ask(f"does {bone} show a fracture?", top_k=5)
     assert result.answer.text.startswith(f"Nothing recorded about {bone} mentions 'fracture'. Nuclear medicine "
                                          "scan: whole body bone scan [Evidence 1]"), result.answer.text
     assert result.trace["yes_no"]["answer"] == "not mentioned"
     assert not result.evidence.similar and "Similar cases" not in result.answer.text  # no record has a fracture
     assert result.trace["similar_cases_off_topic"]
-    liver = f"scan_{list(SCANS).index('examples_overlay.dcm'):02d}"
+    liver = scan_id("examples_overlay.dcm")
     held = archive.ask(f"is there a lesion in {liver}?", top_k=5).answer.text
     assert held.startswith("MR scan: abdomen, a marked lesion in the liver [Evidence 1]"), held  # quoted, no opening
 
 
 def test_a_similar_case_inside_a_domain_stays_when_some_record_holds_what_is_asked(archive):
-    ct = f"scan_{list(SCANS).index('CT_small.dcm'):02d}"
+    ct = scan_id("CT_small.dcm")
     result = archive.ask(f"does {ct} show an axial slice?", top_k=5)
     assert any("axial slice" in i.summary for i in result.evidence.similar), result.evidence.similar
 
