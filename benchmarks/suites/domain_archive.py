@@ -15,7 +15,7 @@ Per question it prints how the answer opens, its confidence and the first docume
 - present, sure and right: answers to present findings with the right document first and no banner;
 - present, flagged: answers to present findings under a banner or abstaining (the cost of honesty).
 
-Usage: python -m benchmarks.suites.domain_archive [--encoder fused] [--verbose]
+Usage: python -m benchmarks.suites.domain_archive [--encoders pixel,mobilenet_v2,efficientnet_lite0,fused] [--verbose]
 """
 
 from __future__ import annotations
@@ -67,13 +67,11 @@ ABSENT = ["a chest X-ray with a pneumothorax", "a scan of a fractured wrist", "a
           "a blood smear under a microscope", "a photograph of a skin lesion"]
 
 
-def build(path: Path, encoder: str):
+def build(path: Path, encoder: str, images: dict):
+    """The archive under `encoder`'s stack at `path`, from `images` (benchmarks.suites.answers_real_photos.photos)."""
     from kira.knowledge_base import KnowledgeBase
     from kira.models import load_default
 
-    from benchmarks.suites.answers_real_photos import photos
-
-    images = photos()
     kb = KnowledgeBase.create(path, models=load_default(image_encoder=encoder))
     for name, caption in CAPTIONS.items():
         kb.add_image(images[name], doc_id=STUDY[name], caption=caption)
@@ -81,36 +79,48 @@ def build(path: Path, encoder: str):
     return kb
 
 
-def main() -> None:
+def ask_all(kb, verbose: bool) -> dict[str, int]:
+    """Ask every question, print each answer's opening, and count (module docstring)."""
     from kira.pipeline import Kira
     from kira.reasoning.relevance import LOW_CONFIDENCE
 
+    kira = Kira(kb)
+    counts = dict(absent_sure=0, present_right=0, present_flagged=0)
+    for question, right in [*PRESENT, *((q, ()) for q in ABSENT)]:
+        result = kira.ask(question, top_k=5, thumbnails=False)
+        answer = result.answer
+        first = NAME_OF.get(result.evidence.items[0].doc_id, "-") if result.evidence.items else "-"
+        sure = not answer.abstained and (answer.confidence is None or answer.confidence >= LOW_CONFIDENCE)
+        if right:
+            counts["present_right"] += sure and first in right
+            counts["present_flagged"] += not sure
+        else:
+            counts["absent_sure"] += sure
+        kind = "present" if right else "absent"
+        opening = answer.text if verbose else answer.text[:110]
+        print(f"{kind:7s} {question!r:42s} conf {answer.confidence!s:6s} first {first:22s} {opening}")
+    return counts
+
+
+def main() -> None:
+    from benchmarks.suites.answers_real_photos import photos
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--encoder", default="fused")
+    parser.add_argument("--encoders", default="pixel,mobilenet_v2,efficientnet_lite0,fused")
     parser.add_argument("--verbose", action="store_true", help="print each answer's text in full")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        kb = build(Path(tmp) / "kb", args.encoder)
-        kira = Kira(kb)
-        counts = dict(absent_sure=0, present_right=0, present_flagged=0)
-        for question, right in [*PRESENT, *((q, ()) for q in ABSENT)]:
-            answer = kira.ask(question, top_k=5, thumbnails=False)
-            result = answer
-            answer = result.answer
-            first = NAME_OF.get(result.evidence.items[0].doc_id, "-") if result.evidence.items else "-"
-            sure = not answer.abstained and (answer.confidence is None or answer.confidence >= LOW_CONFIDENCE)
-            if right:
-                counts["present_right"] += sure and first in right
-                counts["present_flagged"] += not sure
-            else:
-                counts["absent_sure"] += sure
-            kind = "present" if right else "absent"
-            opening = answer.text if args.verbose else answer.text[:110]
-            print(f"{kind:7s} {question!r:42s} conf {answer.confidence!s:6s} first {first:22s} {opening}")
-        kb.close()
-    print(f"\nencoder {args.encoder}: absent findings stated without a banner {counts['absent_sure']}/{len(ABSENT)}; "
-          f"present findings answered right without a banner {counts['present_right']}/{len(PRESENT)}, "
-          f"flagged or abstained {counts['present_flagged']}/{len(PRESENT)}")
+    images = photos()
+    rows = []
+    for encoder in [e for e in args.encoders.split(",") if e]:
+        print(f"\n## {encoder}")
+        with tempfile.TemporaryDirectory() as tmp:
+            with build(Path(tmp) / "kb", encoder, images) as kb:
+                counts = ask_all(kb, args.verbose)
+        rows.append(f"| {encoder} | {counts['absent_sure']} of {len(ABSENT)} | {counts['present_right']} of "
+                    f"{len(PRESENT)} | {counts['present_flagged']} of {len(PRESENT)} |")
+    print("\n| encoder | absent finding stated without a banner | present finding answered right, no banner "
+          "| present finding flagged or abstained |\n|---|---|---|---|")
+    print("\n".join(rows))
 
 
 if __name__ == "__main__":

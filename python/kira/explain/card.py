@@ -131,9 +131,9 @@ def notice(card: RationaleCard) -> tuple[str, str]:
         return "nomatch", answer.plain_text
     if answer.confidence is not None and answer.confidence < LOW_CONFIDENCE:
         if card.unheld:
-            from kira.reasoning.field_answer import spoken_list
+            from kira.reasoning.field_answer import quoted_list
 
-            said = spoken_list([f"'{w}'" for w in card.unheld.split()], conjunction="or")
+            said = quoted_list(card.unheld.split(), conjunction="or")
             return "low", (f"Low confidence ({answer.confidence:.2f}): no record in this knowledge base mentions "
                            f"{said}; the evidence below matches the question by meaning only, which inside one "
                            "domain says little. Check it before relying on the answer.")

@@ -8,7 +8,7 @@ mentions 'fractured' or 'wrist'; ...").
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kira.reasoning.types import Answer
@@ -20,7 +20,7 @@ class Opening:
 
     text: str
     step: str  # the reasoning step
-    trace: dict[str, Any]  # what Result.trace records of it
+    trace: dict[str, Any] = field(default_factory=dict)  # what Result.trace records of it (yes/no: trace["yes_no"])
 
 
 def with_opening(answer: Answer, opening: Opening | None) -> Answer:

@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from kira.grounding.answer_relevance import asked_besides_subject
 from kira.grounding.opening import Opening
 from kira.knowledge_base.lexical import lexical_terms
 from kira.query_state import QueryState, StageContext
-from kira.reasoning.field_answer import spoken_list
+from kira.reasoning.field_answer import quoted_list
 from kira.reasoning.relevance import MEANING_ONLY, Relevance, question_words
 from kira.reasoning.shown import Shown, shown
 from kira.reasoning.types import EvidencePack
@@ -123,7 +123,8 @@ def unheld_words(ctx: StageContext, state: QueryState, pack: EvidencePack, verdi
 
 def _written(view: Shown) -> list[str]:
     """What a person wrote in words about an item (caption or passage, tags): where records share a domain.
-    Metadata every record carries alike ("source: archive A") says where they come from, not what they show."""
+    Classifier labels many scans share ('nematode') are a model's guess, and metadata every record carries alike
+    ("source: archive A") says where they come from; neither says the records show one domain."""
     return [t for t in (view.human_text, *view.tags) if t]
 
 
@@ -161,13 +162,12 @@ def unheld_opening(ctx: StageContext, state: QueryState, pack: EvidencePack, ver
     words = unheld_words(ctx, state, pack, verdict, counts)
     if not words:
         return verdict, None
-    said = spoken_list([f"'{w}'" for w in words], conjunction="or")
+    said = quoted_list(words, conjunction="or")
     text = f"No record in this knowledge base mentions {said}; what follows matches the question by meaning only."
     step = (f"No record of the knowledge base holds {said}, the question's words beside those most records share, "
             f"so what it found matches by meaning alone, which inside one domain says little: confidence at most "
             f"{MEANING_ONLY:.2f}.")
-    trace: dict[str, Any] = {"words": words}
-    return dataclasses.replace(verdict, unheld=" ".join(words)), Opening(text, step, trace)
+    return dataclasses.replace(verdict, unheld=" ".join(words)), Opening(text, step)
 
 
 __all__ = ["MIN_RECORDS", "RecordCounts", "record_counts", "shared_stems", "unheld_opening", "unheld_similar",

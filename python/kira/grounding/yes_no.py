@@ -71,13 +71,19 @@ def _nothing_matches(items: list[EvidenceItem], phrase: str, appearance_words: t
     return Opening(text + ".", step, {"asked": phrase, "answer": "nothing recorded", "documents": _docs(items)})
 
 
+def _matched(items: list[EvidenceItem], verdict: Relevance) -> list[EvidenceItem]:
+    """The items the verdict judged a match for what was asked (r >= 0.5)."""
+    scores = dict(verdict.items)
+    return [i for i in items if scores.get(i.number, 0.0) >= 0.5]
+
+
 def _labels_match(items: list[EvidenceItem], verdict: Relevance, step_about: str, question: str | None
                   ) -> Opening | None:
     """"Yes, by the image classifier's labels: ..." when the items that match are all known only by labels."""
-    scores = dict(verdict.items)
-    matched = [i for i in items if scores.get(i.number, 0.0) >= 0.5]
+    matched = _matched(items, verdict)
     if not matched or verdict.basis != "text" or not all(known_only_by_labels(i) for i in matched):
         return None
+    scores = dict(verdict.items)
     sure = {i.number: scores[i.number] * shown(i).certainty for i in matched}
     confidence = max(sure.values())
     lead = "Yes" if confidence >= LOW_CONFIDENCE else "Possibly"
@@ -98,8 +104,7 @@ def _not_mentioned(items: list[EvidenceItem], verdict: Relevance, subject: str, 
     """"Nothing recorded about scan_04 mentions 'fracture'." when what matches the question by meaning is what a
     person wrote (or OCR read) and no record of the subject holds any word it asks, not even negated ("no
     fracture" holds 'fracture', and is quoted next); None otherwise."""
-    scores = dict(verdict.items)
-    matched = [i for i in items if scores.get(i.number, 0.0) >= 0.5]
+    matched = _matched(items, verdict)
     if not matched or verdict.basis != "text" or any(known_only_by_labels(i) for i in matched):
         return None
     asked = set(lexical_terms(verdict.asked))

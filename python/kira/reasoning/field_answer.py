@@ -30,8 +30,9 @@ def spoken_list(values: Sequence[str], conjunction: str = "and") -> str:
     return values[0] if len(values) == 1 else ", ".join(values[:-1]) + f" {conjunction} {values[-1]}"
 
 
-def _quote(values: Sequence[str]) -> str:
-    return spoken_list([f"'{v}'" for v in values])
+def quoted_list(values: Sequence[str], conjunction: str = "and") -> str:
+    """"'a'", "'a' and 'b'", "'a', 'b' or 'c'" (with `conjunction` "or"): `values` quoted as a sentence lists them."""
+    return spoken_list([f"'{v}'" for v in values], conjunction)
 
 
 def label_phrase(view: Shown) -> str:
@@ -46,7 +47,7 @@ def fact_phrases(view: Shown, *, appearance: bool) -> list[str]:
     """What is known about an image, one phrase per field (tags, OCR text, labels, metadata, looks)."""
     out: list[str] = []
     if view.tags:
-        out.append(f"it is tagged {_quote(list(view.tags)[:6])}")
+        out.append(f"it is tagged {quoted_list(list(view.tags)[:6])}")
     if view.text_read:
         words = " ".join(view.text_read)
         words = words if len(words) <= MAX_QUOTE else words[:MAX_QUOTE].rsplit(" ", 1)[0] + " ..."
@@ -97,7 +98,7 @@ def closest_summary(item: EvidenceItem) -> str:
         text = text if len(text) <= 60 else text[:60].rsplit(" ", 1)[0] + " ..."
         return f"{item.doc_id} ('{text}')"
     if view.tags:
-        return f"{item.doc_id} (tagged {_quote(list(view.tags)[:3])})"
+        return f"{item.doc_id} (tagged {quoted_list(list(view.tags)[:3])})"
     if view.labels:
         name, p = view.labels[0]
         return f"{item.doc_id} (labelled '{name}', p {p:.2f})"

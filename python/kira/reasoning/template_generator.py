@@ -135,7 +135,8 @@ class TemplateGenerator:
     def _candidates(self, question: str, items: tuple[EvidenceItem, ...], matches: Mapping[int, float],
                     shared: frozenset[str] = frozenset()) -> tuple[list[Statement], list[str]]:
         vocab = self.vocab
-        asked = frozenset(stem(t) for t in content_tokens(question)) - vocab.question_stems - shared
+        q_stems = frozenset(stem(t) for t in content_tokens(question)) - vocab.question_stems
+        asked = q_stems - shared  # the words a head must hold to be a claim of its own
         appearance = asks_about_appearance(question, getattr(self.profile, "appearance_words", ()))
         weights = vote_weights(items, matches)
         order = sorted(items, key=lambda i: (-weights[i.number], i.number))
@@ -177,7 +178,6 @@ class TemplateGenerator:
             if per_item.get(item.number):
                 content_docs[item.doc_id] = max(content_docs.get(item.doc_id, 0.0), weights[item.number])
         total = sum(content_docs.values()) or 1.0
-        q_stems = frozenset(stem(t) for t in content_tokens(question)) - vocab.question_stems
         comparison = is_comparison(question, vocab)
         for cand in candidates:
             docs: dict[str, float] = {}
